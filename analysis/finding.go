@@ -1,0 +1,69 @@
+package analysis
+
+// Kinds of finding.
+const (
+	KindLeak            = "leak"
+	KindCollapse        = "collapse"
+	KindErrorSurge      = "error_surge"
+	KindThroughputLimit = "throughput_limit"
+	// KindMissingEvidence says a detector could not run because the windows
+	// lack the probe data it needs (for example no heap readings).
+	KindMissingEvidence = "missing_evidence"
+)
+
+// Severity orders findings: info < warning < critical.
+type Severity string
+
+// Severities.
+const (
+	Info     Severity = "info"
+	Warning  Severity = "warning"
+	Critical Severity = "critical"
+)
+
+// Rank orders severities (info 0, warning 1, critical 2; unknown -1).
+func (s Severity) Rank() int {
+	switch s {
+	case Info:
+		return 0
+	case Warning:
+		return 1
+	case Critical:
+		return 2
+	}
+	return -1
+}
+
+// Finding is one thing a soak revealed, with the evidence behind it.
+type Finding struct {
+	Kind     string   `json:"kind"`
+	Severity Severity `json:"severity"`
+	// Summary is one line a person can act on.
+	Summary     string   `json:"summary"`
+	Incarnation int      `json:"incarnation"`
+	Evidence    Evidence `json:"evidence"`
+}
+
+// Evidence backs a finding. Fields that do not apply are left zero and omitted.
+type Evidence struct {
+	FirstWindow int `json:"first_window"`
+	LastWindow  int `json:"last_window"`
+	// Slope of the trend that triggered the finding, in SlopeUnit
+	// (e.g. "bytes/hour", "req/s per 1k rows").
+	Slope     float64 `json:"slope,omitempty"`
+	SlopeUnit string  `json:"slope_unit,omitempty"`
+	// PerKRequests is heap growth per 1,000 requests (leak).
+	PerKRequests float64 `json:"bytes_per_1k_requests,omitempty"`
+	PValue       float64 `json:"p_value,omitempty"`
+	// Correlation (e.g. Spearman's rho of throughput against table rows).
+	Correlation float64 `json:"correlation,omitempty"`
+	Table       string  `json:"table,omitempty"`
+	// Before and After are the metric's level at the start and end, in Unit.
+	Before float64 `json:"before,omitempty"`
+	After  float64 `json:"after,omitempty"`
+	Unit   string  `json:"unit,omitempty"`
+	// Missing names the probe data a detector needed and did not find.
+	Missing []string `json:"missing,omitempty"`
+	// Notes carries any other figure worth showing, keyed by name.
+	Notes map[string]float64 `json:"notes,omitempty"`
+}

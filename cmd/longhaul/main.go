@@ -1,0 +1,121 @@
+// Command longhaul is the one binary: it parses flags and wires the packages
+// together. Every command's logic lives in a package with its own tests.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // the run failed or was cancelled, or an internal error
+	exitBadInput = 2 // bad flags, bad files, unreachable target at start
+)
+
+// badInput marks an error as the user's to fix: exit code 2, one line.
+type badInput struct{ err error }
+
+func (b badInput) Error() string { return b.err.Error() }
+func (b badInput) Unwrap() error { return b.err }
+
+// badInputf returns a bad-input error.
+func badInputf(format string, args ...any) error {
+	return badInput{fmt.Errorf(format, args...)}
+}
+
+// asBadInput wraps err (if not nil) as bad input.
+func asBadInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return badInput{err}
+}
+
+// errSilent is returned when the command already printed what went wrong and
+// only the exit code remains to be set.
+type errSilent struct{ code int }
+
+func (e errSilent) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// app carries what every command needs from the outside world, so tests can
+// run commands in-process.
+type app struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	getenv         func(string) string
+	// interrupts delivers SIGINT/SIGTERM; commands that stop gracefully read it.
+	interrupts <-chan os.Signal
+}
+
+func main() {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv, interrupts: sig}
+	os.Exit(a.run(context.Background(), os.Args[1:]))
+}
+
+// run executes one command line and returns the process exit code.
+func (a *app) run(ctx context.Context, args []string) int {
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var silent errSilent
+	if errors.As(err, &silent) {
+		return silent.code
+	}
+	fmt.Fprintln(a.stderr, "longhaul:", err)
+	var bad badInput
+	if errors.As(err, &bad) || isCobraUsageError(err) {
+		return exitBadInput
+	}
+	return exitFailed
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "longhaul",
+		Short:         "Soak-test orchestrator: find leaks, collapses and regressions that only show after hours of load",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput{err} })
+	root.AddCommand(
+		a.driveCmd(),
+		a.scenarioCmd(),
+		a.runCmd(),
+		a.devCmd(),
+		a.workerCmd(),
+		a.runsCmd(),
+		a.reportCmd(),
+		a.analyzeCmd(),
+		a.sweepCmd(),
+	)
+	return root
+}
+
+// isCobraUsageError recognises cobra's own argument errors (unknown command,
+// wrong number of args), which it returns as plain errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,94 @@
+// Package provision brings up what a soak drives: the target (an image, a
+// Dockerfile built at a git ref, or a local command) and its database, and
+// tears them down again. The docker provider uses testcontainers-go; the local
+// provider runs processes (and a private PostgreSQL cluster) on this host.
+//
+// Recipe:
+//
+//  1. Pick a provider with New (or Docker / Local directly).
+//  2. Provision(ctx, Request) returns an Environment: the loopback URL to
+//     drive, the database's DSN, and the ids needed to probe and remove it.
+//  3. Teardown(ctx, env) removes everything; Sweep removes leftovers of runs
+//     that are no longer running (labelled containers, networks, volumes).
+//
+// Environments are plain data (JSON), so they travel in Temporal activity
+// results and the run record; any worker on the same host can tear one down.
+package provision
+
+import (
+	"context"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
+)
+
+// Request asks for one incarnation of a run's environment.
+type Request struct {
+	RunID       string
+	Incarnation int
+	Spec        scenarios.Environment
+	// Provider overrides Spec.Provider when set ("docker", "local", "auto").
+	Provider string
+	// ExtraEnv is added to (and overrides) Spec.Target.Env.
+	ExtraEnv map[string]string
+	// LookupEnv resolves ${env:NAME} in the spec; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool) `json:"-"`
+}
+
+// Environment describes a provisioned environment. Every field is data, so it
+// can be stored and sent between processes.
+type Environment struct {
+	ID          string    `json:"id"` // unique per run incarnation
+	RunID       string    `json:"run_id"`
+	Incarnation int       `json:"incarnation"`
+	Provider    string    `json:"provider"` // "url", "local" or "docker"
+	Host        string    `json:"host"`     // hostname of the machine it runs on
+	CreatedAt   time.Time `json:"created_at"`
+
+	// TargetURL is the loopback base URL the driver sends load to.
+	TargetURL string `json:"target_url"`
+	// Target identifies the target for probes and teardown.
+	Target Process `json:"target"`
+
+	Database *DatabaseEndpoint `json:"database,omitempty"`
+
+	// Network is the docker network of the run (docker provider).
+	Network string `json:"network,omitempty"`
+	// Image is the target image used (docker), with the commit it was built
+	// from when it was built from a git ref.
+	Image  string `json:"image,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// Process identifies a running target or database: a local process group or a
+// container.
+type Process struct {
+	PID         int    `json:"pid,omitempty"`          // local: process (and group) id
+	ContainerID string `json:"container_id,omitempty"` // docker
+	// DataDir is a directory owned by this process that teardown removes
+	// (local PostgreSQL cluster, build output).
+	DataDir string `json:"data_dir,omitempty"`
+}
+
+// DatabaseEndpoint is a provisioned database.
+type DatabaseEndpoint struct {
+	Kind string `json:"kind"` // "postgres"
+	// URL is a DSN reachable from this host (127.0.0.1), for probes.
+	URL string `json:"url"`
+	// TargetURL is the DSN the target uses (container-to-container for docker).
+	TargetURL string  `json:"target_url"`
+	Process   Process `json:"process"`
+}
+
+// Provisioner brings environments up and down.
+type Provisioner interface {
+	// Provision brings up one incarnation. On error, whatever was created is
+	// already removed, or described by the returned partial Environment so
+	// Teardown can remove it.
+	Provision(ctx context.Context, req Request) (Environment, error)
+	// Teardown removes everything in env. It is idempotent.
+	Teardown(ctx context.Context, env Environment) error
+	// Check reports whether env is still up (target answering); a nil error
+	// means a resumed drive may reuse it.
+	Check(ctx context.Context, env Environment) error
+}

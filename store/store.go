@@ -1,0 +1,104 @@
+// Package store keeps longhaul's results: runs, their windows, findings (and,
+// later, comparisons). SQLite (a file, WAL mode) is the default; PostgreSQL
+// serves a cluster of workers. Both sit behind Store.
+//
+// Recipe:
+//
+//  1. Open a DSN: a file path (SQLite) or postgres://... (PostgreSQL). The
+//     schema is created or migrated to the current version.
+//  2. PutRun when a run starts, PutWindow as each window closes (one
+//     transaction each, upsert on (run, incarnation, index)), SetStatus at the end.
+//  3. Read back with GetRun, ListRuns, Windows and Findings.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// ErrNotFound is returned when a run does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Status is a run's lifecycle state.
+type Status string
+
+// Run statuses. A run is pending until its environment is up, running while
+// load is driven, and ends completed, failed (with a reason) or cancelled.
+const (
+	Pending   Status = "pending"
+	Running   Status = "running"
+	Completed Status = "completed"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+)
+
+// Done reports whether s is a final status.
+func (s Status) Done() bool { return s == Completed || s == Failed || s == Cancelled }
+
+// Run is one soak (or drive) and what is known about it.
+type Run struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"` // the scenario's name
+	Kind   string `json:"kind"` // "drive" or "soak"
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"` // why it failed or was cancelled
+	// Scenario is the scenario's YAML as given, ${env:...} references unresolved.
+	Scenario   string `json:"-"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	TargetURL  string `json:"target_url,omitempty"`
+	// Environment is the provider's description of what it brought up
+	// (endpoints and ids), as JSON.
+	Environment  json.RawMessage `json:"environment,omitempty"`
+	Incarnations int             `json:"incarnations"`
+	CreatedAt    time.Time       `json:"created_at"`
+	StartedAt    time.Time       `json:"started_at,omitempty"`
+	EndedAt      time.Time       `json:"ended_at,omitempty"`
+}
+
+// ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
+type ListOptions struct {
+	Status Status
+	Name   string
+	Limit  int
+}
+
+// WindowQuery selects windows of a run. Incarnation < 0 means all
+// incarnations; FromIndex skips windows with a lower index.
+type WindowQuery struct {
+	Incarnation int
+	FromIndex   int
+}
+
+// AllWindows selects every window of a run.
+var AllWindows = WindowQuery{Incarnation: -1}
+
+// Store is the result store. Implementations are safe for concurrent use.
+type Store interface {
+	// PutRun inserts or replaces the run row.
+	PutRun(ctx context.Context, r Run) error
+	// GetRun returns the run or ErrNotFound.
+	GetRun(ctx context.Context, id string) (Run, error)
+	// ListRuns returns runs, newest first.
+	ListRuns(ctx context.Context, opts ListOptions) ([]Run, error)
+	// SetStatus records a status change; a final status also sets EndedAt,
+	// running sets StartedAt when it is unset.
+	SetStatus(ctx context.Context, id string, s Status, reason string, at time.Time) error
+
+	// PutWindow writes one window in one transaction, replacing any row with
+	// the same (run, incarnation, index).
+	PutWindow(ctx context.Context, w window.Window) error
+	// Windows returns the run's windows ordered by incarnation then index.
+	Windows(ctx context.Context, runID string, q WindowQuery) ([]window.Window, error)
+
+	// PutFindings replaces the run's findings.
+	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
+	// Findings returns the run's findings in the order they were put.
+	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+
+	Close() error
+}

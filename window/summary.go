@@ -1,0 +1,89 @@
+package window
+
+import (
+	"fmt"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Summary describes a set of windows (usually a whole run) as one: counts are
+// summed and percentiles come from the merged histograms, never from
+// averaging the windows' percentiles.
+type Summary struct {
+	Windows   int                `json:"windows"`
+	Gaps      int                `json:"gaps"`
+	Start     time.Time          `json:"start"`
+	End       time.Time          `json:"end"`
+	Requests  int64              `json:"requests"`
+	OK        int64              `json:"ok"`
+	Errors    Errors             `json:"errors"`
+	Dropped   int64              `json:"dropped"`
+	Skipped   int64              `json:"skipped"`
+	RPS       float64            `json:"rps"`
+	LatencyMs Latency            `json:"latency_ms"`
+	Ops       map[string]OpStats `json:"ops"`
+}
+
+// Merge summarises ws. RPS is requests over the summed window durations (so a
+// gap between incarnations does not dilute it). Gap windows are counted in
+// Gaps and otherwise ignored.
+func Merge(ws []Window) (Summary, error) {
+	s := Summary{Ops: map[string]OpStats{}}
+	all := NewHistogram()
+	ops := map[string]*hdrhistogram.Histogram{}
+	var busy time.Duration
+	for _, w := range ws {
+		if w.Gap {
+			s.Gaps++
+			continue
+		}
+		s.Windows++
+		if s.Start.IsZero() || w.Start.Before(s.Start) {
+			s.Start = w.Start
+		}
+		if w.End.After(s.End) {
+			s.End = w.End
+		}
+		busy += w.Duration()
+		s.Requests += w.Requests
+		s.OK += w.OK
+		s.Errors.AddAll(w.Errors)
+		s.Dropped += w.Dropped
+		s.Skipped += w.Skipped
+		h, err := DecodeHistogram(w.Histogram)
+		if err != nil {
+			return s, fmt.Errorf("window %d: %w", w.Index, err)
+		}
+		all.Merge(h)
+		for name, o := range w.Ops {
+			acc := s.Ops[name]
+			acc.Requests += o.Requests
+			acc.OK += o.OK
+			acc.Errors.AddAll(o.Errors)
+			acc.Skipped += o.Skipped
+			s.Ops[name] = acc
+			oh, err := DecodeHistogram(o.Histogram)
+			if err != nil {
+				return s, fmt.Errorf("window %d op %s: %w", w.Index, name, err)
+			}
+			if ops[name] == nil {
+				ops[name] = NewHistogram()
+			}
+			ops[name].Merge(oh)
+		}
+	}
+	s.LatencyMs = LatencyOf(all)
+	secs := busy.Seconds()
+	if secs > 0 {
+		s.RPS = float64(s.Requests) / secs
+	}
+	for name, o := range s.Ops {
+		o.LatencyMs = LatencyOf(ops[name])
+		if secs > 0 {
+			o.RPS = float64(o.Requests) / secs
+		}
+		s.Ops[name] = o
+	}
+	return s, nil
+}

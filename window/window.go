@@ -1,0 +1,236 @@
+// Package window holds the unit of every longhaul result: one fixed-length time
+// window of a run, with its request counts, error classes, latency percentiles,
+// the merged HDR histogram they came from, and the server-side probe readings taken
+// when it closed.
+//
+// Recipe:
+//
+//  1. The driver records latencies into HDR histograms and, when a window closes,
+//     fills a Window with Fill (percentiles from the merged histogram, the
+//     histogram itself encoded with EncodeHistogram).
+//  2. Probes add their fields (CPU, RSS, heap, database) to the same Window.
+//  3. The store writes it; Merge turns any set of windows into a Summary by
+//     merging their histograms — never by averaging percentiles.
+//
+// The package is a leaf: it imports no other longhaul package.
+package window
+
+import (
+	"time"
+)
+
+// Class is the outcome class of one request.
+type Class uint8
+
+// Outcome classes. OK is a response whose status met the op's expectation.
+const (
+	OK          Class = iota
+	Status4xx         // HTTP 4xx not listed in expect
+	Status5xx         // HTTP 5xx not listed in expect
+	Refused           // connection refused
+	Reset             // connection reset / EOF mid-response
+	Timeout           // request timeout hit
+	Other             // anything else (DNS, TLS, malformed response, ...)
+	Unexpected        // response arrived but expect (status or capture) was not met
+	Interrupted       // in flight when the run stopped and not finished within the timeout
+	NumClasses
+)
+
+var classNames = [NumClasses]string{"ok", "4xx", "5xx", "refused", "reset", "timeout", "other", "unexpected", "interrupted"}
+
+// String returns the class name used in JSON, metrics and the store ("ok", "4xx", ...).
+func (c Class) String() string {
+	if c < NumClasses {
+		return classNames[c]
+	}
+	return "invalid"
+}
+
+// ParseClass is the inverse of Class.String.
+func ParseClass(s string) (Class, bool) {
+	for i, n := range classNames {
+		if n == s {
+			return Class(i), true
+		}
+	}
+	return 0, false
+}
+
+// Errors counts requests by error class. The zero value is ready to use.
+// It marshals as a JSON object keyed by class name ("4xx", "5xx", "refused", ...).
+type Errors struct {
+	Status4xx   int64 `json:"4xx"`
+	Status5xx   int64 `json:"5xx"`
+	Refused     int64 `json:"refused"`
+	Reset       int64 `json:"reset"`
+	Timeout     int64 `json:"timeout"`
+	Other       int64 `json:"other"`
+	Unexpected  int64 `json:"unexpected"`
+	Interrupted int64 `json:"interrupted"`
+}
+
+// Add counts n requests of class c; OK is ignored.
+func (e *Errors) Add(c Class, n int64) {
+	switch c {
+	case Status4xx:
+		e.Status4xx += n
+	case Status5xx:
+		e.Status5xx += n
+	case Refused:
+		e.Refused += n
+	case Reset:
+		e.Reset += n
+	case Timeout:
+		e.Timeout += n
+	case Other:
+		e.Other += n
+	case Unexpected:
+		e.Unexpected += n
+	case Interrupted:
+		e.Interrupted += n
+	}
+}
+
+// Get returns the count for class c (0 for OK).
+func (e Errors) Get(c Class) int64 {
+	switch c {
+	case Status4xx:
+		return e.Status4xx
+	case Status5xx:
+		return e.Status5xx
+	case Refused:
+		return e.Refused
+	case Reset:
+		return e.Reset
+	case Timeout:
+		return e.Timeout
+	case Other:
+		return e.Other
+	case Unexpected:
+		return e.Unexpected
+	case Interrupted:
+		return e.Interrupted
+	}
+	return 0
+}
+
+// Total is the number of failed requests over all classes.
+func (e Errors) Total() int64 {
+	return e.Status4xx + e.Status5xx + e.Refused + e.Reset + e.Timeout + e.Other + e.Unexpected + e.Interrupted
+}
+
+// AddAll adds every class of o to e.
+func (e *Errors) AddAll(o Errors) {
+	for c := Class(1); c < NumClasses; c++ {
+		e.Add(c, o.Get(c))
+	}
+}
+
+// Latency is a set of latency percentiles in milliseconds.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// OpStats are the figures of one operation (by name) in a window or summary.
+//
+// Requests counts every request that was sent and finished or was interrupted:
+// Requests = OK + Errors.Total(). Skipped counts picks of this op that sent
+// nothing because a pool it reads from was still empty.
+type OpStats struct {
+	Requests  int64   `json:"requests"`
+	OK        int64   `json:"ok"`
+	Errors    Errors  `json:"errors"`
+	Skipped   int64   `json:"skipped"`
+	RPS       float64 `json:"rps"`
+	LatencyMs Latency `json:"latency_ms"`
+	// Histogram is the op's HDR histogram (microseconds), encoded by EncodeHistogram.
+	Histogram []byte `json:"-"`
+}
+
+// Window is one fixed-length window of a run. Windows are aligned to the run's
+// start: window i of an incarnation covers [start+i*len, start+(i+1)*len), except
+// that the last one ends when the run stops.
+//
+// Requests = OK + Errors.Total(); in the open model Dropped counts starts that
+// found every VU busy and were never sent (they are not in Requests).
+type Window struct {
+	RunID       string    `json:"run_id,omitempty"`
+	Incarnation int       `json:"incarnation"`
+	Index       int       `json:"index"`
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+
+	Requests int64   `json:"requests"`
+	OK       int64   `json:"ok"`
+	Errors   Errors  `json:"errors"`
+	Dropped  int64   `json:"dropped"`
+	Skipped  int64   `json:"skipped"`
+	RPS      float64 `json:"rps"`
+	// VUs is the number of active virtual users when the window closed;
+	// InFlight the largest number of requests in flight during it. Together
+	// with RPS they show a throughput limit on a ramp.
+	VUs       int                `json:"vus"`
+	InFlight  int                `json:"in_flight"`
+	Target    float64            `json:"target,omitempty"` // ramp target at window end: VUs (closed) or rate/s (open)
+	LatencyMs Latency            `json:"latency_ms"`
+	Ops       map[string]OpStats `json:"ops"`
+
+	// Histogram is the merged HDR histogram of every request's latency in
+	// microseconds, encoded by EncodeHistogram. It lets any percentile be
+	// recomputed and windows be merged later.
+	Histogram []byte `json:"-"`
+
+	// Gap is set on a placeholder row for a window that was lost (for example
+	// the one in progress when a worker died). It has no measurements.
+	Gap bool `json:"gap,omitempty"`
+
+	Probes Probes `json:"probes"`
+}
+
+// Probes are the server-side readings taken when the window closed. A nil
+// pointer means "no reading" (probe off or failed), never zero.
+type Probes struct {
+	// CPUSeconds is the target's CPU time (user+sys, all processes) spent in
+	// this window; CPUMicrosPerRequest divides it by the window's requests.
+	CPUSeconds          *float64 `json:"cpu_seconds,omitempty"`
+	CPUMicrosPerRequest *float64 `json:"cpu_us_per_request,omitempty"`
+	RSSBytes            *int64   `json:"rss_bytes,omitempty"`
+	// HeapBytes is the live heap after the last GC as the target reports it.
+	HeapBytes *int64 `json:"heap_bytes,omitempty"`
+	// HeapForcedGC is set when HeapBytes comes from a forced-GC checkpoint
+	// (GC hook or inspector) in this window rather than a passive metric.
+	HeapForcedGC bool `json:"heap_forced_gc,omitempty"`
+
+	Database *Database `json:"database,omitempty"`
+}
+
+// Database holds one window's PostgreSQL statistics deltas.
+type Database struct {
+	// TuplesReturned and Commits are pg_stat_database deltas over the window.
+	TuplesReturned int64 `json:"tuples_returned"`
+	Commits        int64 `json:"commits"`
+	// RowsReadPerRequest is the rows read (seq_tup_read + idx_tup_fetch over
+	// all user tables) per driver request in the window.
+	RowsReadPerRequest float64 `json:"rows_read_per_request"`
+	Tables             []Table `json:"tables,omitempty"`
+}
+
+// Table is one user table's pg_stat_user_tables reading: LiveRows at window
+// close, the rest deltas over the window.
+type Table struct {
+	Name               string  `json:"name"`
+	LiveRows           int64   `json:"live_rows"`
+	SeqScans           int64   `json:"seq_scans"`
+	SeqTuplesRead      int64   `json:"seq_tuples_read"`
+	IndexScans         int64   `json:"index_scans"`
+	IndexTuplesFetched int64   `json:"index_tuples_fetched"`
+	RowsReadPerRequest float64 `json:"rows_read_per_request"`
+}
+
+// Duration is the window's length.
+func (w Window) Duration() time.Duration { return w.End.Sub(w.Start) }
