@@ -67,3 +67,8 @@ type Evidence struct {
 	// Notes carries any other figure worth showing, keyed by name.
 	Notes map[string]float64 `json:"notes,omitempty"`
 }
+
+// KindInsufficientData says there was too little data for a verdict (too few
+// windows after warm-up, too few heap readings). It is always of severity info:
+// it describes the run, not the target.
+const KindInsufficientData = "insufficient_data"

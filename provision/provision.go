@@ -13,6 +13,53 @@
 //
 // Environments are plain data (JSON), so they travel in Temporal activity
 // results and the run record; any worker on the same host can tear one down.
+//
+// # Which provider
+//
+// New(kind, opts) returns a Provisioner that picks, per request: Request.Provider,
+// else Spec.Provider, else kind, else "auto". A spec with only target.url is
+// never provisioned ("url": Check is a TCP connect). "auto" is docker when an
+// engine answers (checked once, cached) and the images are present or
+// pullable, else local when the spec has a target.command; the choice is
+// recorded in Environment.Provider, and Teardown/Check dispatch on it.
+//
+// # Local provider
+//
+// The build command runs with sh -c in build.dir; the target runs in its own
+// process group on 127.0.0.1 (a free port in $PORT unless target.port is
+// fixed), with stdout/stderr in a log file, never a pipe: a pipe would break
+// (SIGPIPE) when the worker dies. Each environment has a state directory,
+// Options.DataDir/provision/<env id>/, holding environment.json, so a worker
+// restarted on the same host can Check and reuse the environment, and Sweep
+// finds the leftovers of runs that are over. Every process longhaul starts
+// carries LONGHAUL_ENV_ID in its environment: teardown kills the target's
+// process group and every process carrying the marker (children that left
+// the group included), and a recycled PID is never mistaken for the target.
+// database: {kind: postgres} starts a private cluster (initdb + postgres from
+// the newest /usr/lib/postgresql/*/bin) in a temp dir on a free loopback port;
+// as root, it runs as the postgres user, since PostgreSQL refuses root.
+//
+// # Docker provider and the Ryuk policy
+//
+// One network per run incarnation; PostgreSQL (database.image, default
+// postgres:16, falling back to OfflinePostgresImage when that is absent and
+// cannot be pulled) reachable from the target as host "db"; the target from
+// target.image or a Dockerfile built at a git ref and tagged
+// longhaul-target/<name>:<commit> (reused when the tag exists); ports
+// published on 127.0.0.1 only; resource limits; the labels dev.longhaul=1,
+// dev.longhaul.run, dev.longhaul.incarnation and dev.longhaul.env on every
+// container, network and volume.
+//
+// Ryuk, testcontainers' reaper, removes a session's containers about 10 s
+// after the process that created them dies. For a soak that is the wrong
+// guarantee: a worker restart (a deploy, a crash, kill -9) would destroy the
+// target mid-run, although the workflow resumes the drive on the same host
+// and could reuse it. So the docker provider always disables Ryuk (it sets
+// TESTCONTAINERS_RYUK_DISABLED=true before the first testcontainers call, and
+// refuses to start if testcontainers was already configured with Ryuk on).
+// Cleanup is longhaul's own: Teardown at the end of every run (deferred, so
+// cancellation and failure clean up too), and Sweep by label at every worker
+// start and in `longhaul sweep` for runs that are no longer running.
 package provision
 
 import (
@@ -58,6 +105,10 @@ type Environment struct {
 	// from when it was built from a git ref.
 	Image  string `json:"image,omitempty"`
 	Commit string `json:"commit,omitempty"`
+
+	// Notes are human-readable remarks on how the environment was made (the
+	// provider "auto" chose, an image fallback), for the run record.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Process identifies a running target or database: a local process group or a
@@ -78,6 +129,8 @@ type DatabaseEndpoint struct {
 	// TargetURL is the DSN the target uses (container-to-container for docker).
 	TargetURL string  `json:"target_url"`
 	Process   Process `json:"process"`
+	// Image is the database image used (docker provider).
+	Image string `json:"image,omitempty"`
 }
 
 // Provisioner brings environments up and down.

@@ -5,7 +5,7 @@
 //
 // Recipe:
 //
-//  1. Parse a file with Load (or bytes with Parse): strict YAML, every problem
+//  1. Parse a file with LoadFile (or bytes with Parse): strict YAML, every problem
 //     reported with file:line, defaults filled in.
 //  2. Compile the scenario into a Plan: templates, captures and pools made ready
 //     for the hot path; ${env:NAME} references resolved here, at run time.

@@ -1,0 +1,391 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// Result is what Analyze found.
+//
+// Findings holds verdicts (leak, collapse, error_surge, throughput_limit) with
+// severity warning or critical, and notes with severity info: data too thin for
+// a verdict (insufficient_data), probe data that was missing
+// (missing_evidence), or an explanation of why something that looked like a
+// problem is not one (a heap that levelled off, a fall in throughput that the
+// target's own figures do not explain). Notes are findings rather than a
+// separate list so that they are stored with the run and printed with the
+// report like everything else, while an alert on "warning or worse" never
+// fires on them: thin data says something about the run, not the target.
+//
+// Findings are ordered by incarnation, then most severe first.
+type Result struct {
+	Findings []Finding `json:"findings"`
+}
+
+// Worst returns the highest severity among the findings, or "" if there are none.
+func (r Result) Worst() Severity {
+	var w Severity
+	for _, f := range r.Findings {
+		if f.Severity.Rank() > w.Rank() {
+			w = f.Severity
+		}
+	}
+	return w
+}
+
+// Verdicts returns the findings of severity warning or worse.
+func (r Result) Verdicts() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Severity.Rank() >= Warning.Rank() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Analyze looks for a memory leak, a throughput collapse caused by data growth,
+// an error surge and a throughput limit in a run's windows. Windows may come in
+// any order and from several incarnations; each incarnation (a fresh
+// environment after the previous one was lost) is analysed on its own, since
+// its heap and tables start over. Gap windows are skipped; each incarnation's
+// warm-up windows are excluded (Options.Warmup, Options.WarmupWindows).
+//
+// Analyze is a pure function of its input: no I/O, safe for concurrent use,
+// and ws is not modified.
+func Analyze(ws []window.Window, opts Options) Result {
+	a := analyzer{opts: opts.withDefaults()}
+	var out []Finding
+	var lastMissing []string
+	for _, inc := range a.split(ws) {
+		var fs []Finding
+		var thin []string // detectors skipped for lack of windows
+		if f, ok := a.leak(inc); ok {
+			fs = append(fs, f)
+		}
+		f, ok, isThin := a.collapse(inc)
+		if ok {
+			fs = append(fs, f)
+		}
+		if isThin {
+			thin = append(thin, KindCollapse)
+		}
+		f, ok, isThin = a.errorSurge(inc)
+		if ok {
+			fs = append(fs, f)
+		}
+		if isThin {
+			thin = append(thin, KindErrorSurge)
+		}
+		f, ok, isThin = a.throughputLimit(inc)
+		if ok {
+			fs = append(fs, f)
+		}
+		if isThin {
+			thin = append(thin, KindThroughputLimit)
+		}
+		if len(thin) > 0 {
+			fs = append(fs, inc.thinFinding(thin, a.opts))
+		}
+		if f, ok := inc.missingFinding(); ok {
+			// The same probes are usually missing in every incarnation:
+			// say it once.
+			if !slices.Equal(f.Evidence.Missing, lastMissing) {
+				fs = append(fs, f)
+			}
+			lastMissing = f.Evidence.Missing
+		} else {
+			lastMissing = nil
+		}
+		slices.SortStableFunc(fs, func(x, y Finding) int {
+			if c := cmp.Compare(y.Severity.Rank(), x.Severity.Rank()); c != 0 {
+				return c
+			}
+			return cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind))
+		})
+		out = append(out, fs...)
+	}
+	return Result{Findings: out}
+}
+
+func kindOrder(k string) int {
+	switch k {
+	case KindLeak:
+		return 0
+	case KindCollapse:
+		return 1
+	case KindErrorSurge:
+		return 2
+	case KindThroughputLimit:
+		return 3
+	case KindInsufficientData:
+		return 4
+	case KindMissingEvidence:
+		return 5
+	}
+	return 6
+}
+
+type analyzer struct {
+	opts Options
+	// Scratch buffers reused across detectors (Analyze is single-goroutine).
+	pairBuf, sortBuf []float64
+}
+
+// incarnation is one incarnation's windows after gaps and warm-up are removed.
+type incarnation struct {
+	num    int
+	warmup int                    // windows excluded as warm-up
+	ws     []*window.Window       // analysed windows, by index
+	t      []float64              // seconds from the first analysed window's start to each window's end
+	full   []bool                 // window is at least half the usual length (rates are representative)
+	rps    []float64              // requests per second
+	level  []float64              // load level: ramp target if any, else VUs
+	tables map[string][]tableRead // per table, in window order (windows with the table only)
+}
+
+type tableRead struct {
+	i        int // position in incarnation.ws
+	liveRows float64
+	seq, idx float64 // tuples read by seq scans and fetched by index scans
+	perReq   float64 // (seq+idx)/requests
+}
+
+// split groups ws by incarnation, drops gaps and warm-up, and derives the
+// per-window series the detectors share.
+func (a *analyzer) split(ws []window.Window) []*incarnation {
+	byInc := map[int][]*window.Window{}
+	for i := range ws {
+		w := &ws[i]
+		if w.Gap {
+			continue
+		}
+		byInc[w.Incarnation] = append(byInc[w.Incarnation], w)
+	}
+	nums := make([]int, 0, len(byInc))
+	for n := range byInc {
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	out := make([]*incarnation, 0, len(nums))
+	for _, n := range nums {
+		list := byInc[n]
+		slices.SortStableFunc(list, func(x, y *window.Window) int { return cmp.Compare(x.Index, y.Index) })
+		// A window written twice (a retried activity) keeps its last copy.
+		dedup := list[:0]
+		for _, w := range list {
+			if k := len(dedup); k > 0 && dedup[k-1].Index == w.Index {
+				dedup[k-1] = w
+				continue
+			}
+			dedup = append(dedup, w)
+		}
+		list = dedup
+		out = append(out, a.newIncarnation(n, list))
+	}
+	return out
+}
+
+func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
+	inc := &incarnation{num: num}
+	skip := max(a.opts.WarmupWindows, 0)
+	if a.opts.Warmup > 0 && len(list) > 0 && !list[0].Start.IsZero() {
+		end := list[0].Start.Add(a.opts.Warmup)
+		k := 0
+		for k < len(list) && list[k].Start.Before(end) {
+			k++
+		}
+		skip = max(skip, k)
+	}
+	skip = min(skip, len(list))
+	inc.warmup = skip
+	inc.ws = list[skip:]
+	n := len(inc.ws)
+	if n == 0 {
+		return inc
+	}
+
+	durs := make([]float64, 0, n)
+	for _, w := range inc.ws {
+		if d := w.Duration().Seconds(); d > 0 {
+			durs = append(durs, d)
+		}
+	}
+	usual := 1.0
+	if len(durs) > 0 {
+		usual = Median(durs)
+	}
+	inc.t = make([]float64, n)
+	inc.full = make([]bool, n)
+	inc.rps = make([]float64, n)
+	inc.level = make([]float64, n)
+	t0 := inc.ws[0].Start
+	useTargets := false
+	for _, w := range inc.ws {
+		if w.Target > 0 {
+			useTargets = true
+			break
+		}
+	}
+	for i, w := range inc.ws {
+		d := w.Duration().Seconds()
+		if !t0.IsZero() && !w.End.IsZero() {
+			inc.t[i] = w.End.Sub(t0).Seconds()
+		} else {
+			inc.t[i] = float64(w.Index-inc.ws[0].Index+1) * usual
+		}
+		inc.full[i] = d <= 0 || d >= usual/2
+		switch {
+		case d > 0:
+			inc.rps[i] = float64(w.Requests) / d
+		default:
+			inc.rps[i] = w.RPS
+		}
+		if useTargets {
+			inc.level[i] = w.Target
+		} else {
+			inc.level[i] = float64(w.VUs)
+		}
+		if db := w.Probes.Database; db != nil {
+			if inc.tables == nil {
+				inc.tables = map[string][]tableRead{}
+			}
+			for _, tb := range db.Tables {
+				r := tableRead{i: i, liveRows: float64(tb.LiveRows), seq: float64(tb.SeqTuplesRead), idx: float64(tb.IndexTuplesFetched)}
+				switch {
+				case w.Requests > 0:
+					r.perReq = (r.seq + r.idx) / float64(w.Requests)
+				default:
+					r.perReq = tb.RowsReadPerRequest
+				}
+				inc.tables[tb.Name] = append(inc.tables[tb.Name], r)
+			}
+		}
+	}
+	return inc
+}
+
+// window range of the analysed windows at positions i..j (inclusive).
+func (inc *incarnation) span(i, j int) (first, last int) {
+	return inc.ws[i].Index, inc.ws[j].Index
+}
+
+// thinFinding says which detectors had too few windows.
+func (inc *incarnation) thinFinding(kinds []string, o Options) Finding {
+	need := max(o.Collapse.MinWindows, o.ErrorSurge.MinWindows, o.ThroughputLimit.MinWindows)
+	f := Finding{
+		Kind:        KindInsufficientData,
+		Severity:    Info,
+		Incarnation: inc.num,
+		Summary: fmt.Sprintf("only %d windows after warm-up (need %d): no verdict on %s",
+			len(inc.ws), need, strings.Join(kinds, ", ")),
+		Evidence: Evidence{Notes: map[string]float64{"windows": float64(len(inc.ws)), "warmup_windows": float64(inc.warmup)}},
+	}
+	if len(inc.ws) > 0 {
+		f.Evidence.FirstWindow, f.Evidence.LastWindow = inc.span(0, len(inc.ws)-1)
+	}
+	return f
+}
+
+// Names of probe data in Evidence.Missing.
+const (
+	MissingHeap     = "heap_bytes"
+	MissingDatabase = "database"
+	MissingCPU      = "cpu_seconds"
+)
+
+// missingFinding names the probe data absent from every analysed window.
+func (inc *incarnation) missingFinding() (Finding, bool) {
+	if len(inc.ws) == 0 {
+		return Finding{}, false
+	}
+	var heap, db, cpu bool
+	for _, w := range inc.ws {
+		heap = heap || w.Probes.HeapBytes != nil
+		db = db || w.Probes.Database != nil
+		cpu = cpu || w.Probes.CPUSeconds != nil || w.Probes.CPUMicrosPerRequest != nil
+	}
+	var missing, what []string
+	if !heap {
+		missing = append(missing, MissingHeap)
+		what = append(what, "post-GC heap (no leak verdict is possible)")
+	}
+	if !db {
+		missing = append(missing, MissingDatabase)
+		what = append(what, "database statistics (a collapse cannot be traced to a table)")
+	}
+	if !cpu {
+		missing = append(missing, MissingCPU)
+		what = append(what, "target CPU time (a slowdown cannot be told from interference)")
+	}
+	if len(missing) == 0 {
+		return Finding{}, false
+	}
+	first, last := inc.span(0, len(inc.ws)-1)
+	return Finding{
+		Kind:        KindMissingEvidence,
+		Severity:    Info,
+		Incarnation: inc.num,
+		Summary:     "no probe data for " + strings.Join(what, "; ") + " — enable the matching probes in the scenario",
+		Evidence:    Evidence{FirstWindow: first, LastWindow: last, Missing: missing},
+	}, true
+}
+
+// series is a time series of readings, with the window positions they came from.
+type series struct {
+	x, y []float64
+	pos  []int // positions in incarnation.ws
+}
+
+func (s *series) add(x, y float64, pos int) {
+	s.x = append(s.x, x)
+	s.y = append(s.y, y)
+	s.pos = append(s.pos, pos)
+}
+
+func (s series) len() int { return len(s.y) }
+
+// binned returns s cut into at most maxPoints consecutive bins, each replaced
+// by the median of its x and y. Short series are returned as they are.
+func (s series) binned(maxPoints int) series {
+	n := s.len()
+	if n <= maxPoints {
+		return s
+	}
+	out := series{x: make([]float64, 0, maxPoints), y: make([]float64, 0, maxPoints), pos: make([]int, 0, maxPoints)}
+	buf := make([]float64, 0, n/maxPoints+2)
+	for b := 0; b < maxPoints; b++ {
+		lo, hi := b*n/maxPoints, (b+1)*n/maxPoints
+		buf = append(buf[:0], s.x[lo:hi]...)
+		x := medianInPlace(buf)
+		buf = append(buf[:0], s.y[lo:hi]...)
+		out.add(x, medianInPlace(buf), s.pos[lo])
+	}
+	return out
+}
+
+// quarter returns the number of points in a first or last quarter of n (≥ 1).
+func quarter(n int) int { return max(1, (n+3)/4) }
+
+// medianOf returns the median of ys[lo:hi] without modifying ys.
+func (a *analyzer) medianOf(ys []float64) float64 {
+	a.sortBuf = append(a.sortBuf[:0], ys...)
+	return medianInPlace(a.sortBuf)
+}
+
+func (a *analyzer) theilSen(x, y []float64) (Line, bool) { return theilSen(x, y, &a.pairBuf) }
+
+func (a *analyzer) mannKendall(y []float64) MannKendallTest { return mannKendall(y, &a.sortBuf) }
+
+// ratio returns x/y, or NaN when y is 0.
+func ratio(x, y float64) float64 {
+	if y == 0 {
+		return math.NaN()
+	}
+	return x / y
+}

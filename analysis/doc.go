@@ -1,0 +1,28 @@
+// Package analysis reads a run's windows and says what it found, with evidence
+// a person can act on: a memory leak, a throughput collapse caused by data
+// growth (and which table), an error surge, a throughput limit on a ramp. When
+// the data is too thin, or a probe was off, it says that instead of guessing.
+//
+// Recipe:
+//
+//  1. Load the run's windows (store.Store.Windows, every incarnation).
+//  2. res := analysis.Analyze(windows, analysis.Options{Warmup: scenario.Load.Warmup.D()})
+//     (or start from DefaultOptions and change a threshold).
+//  3. Store res.Findings with the run and print them; alert on
+//     res.Worst().Rank() >= analysis.Warning.Rank().
+//
+// Each Finding has a kind, a severity, a one-line summary and Evidence: the
+// window range, the slope with its unit, the p-value, the table, before/after
+// figures. Severity is critical for a clear leak, collapse or surge, warning
+// for weaker or thinner evidence (and for a throughput limit), info for notes:
+// too little data (KindInsufficientData), missing probe data
+// (KindMissingEvidence), or why something that looked like a problem is not
+// one (a heap that levelled off, a slowdown the target's own CPU and database
+// figures do not explain).
+//
+// How each detector decides is documented on its tunables in LeakOptions,
+// CollapseOptions, ErrorSurgeOptions and ThroughputLimitOptions; the
+// statistics (TheilSen, MannKendall, Spearman, Median, Quantile) are exported
+// for other analyses. The package is pure: no I/O, no clock, no globals beyond
+// a lazily built table of exact Mann–Kendall probabilities.
+package analysis

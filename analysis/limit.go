@@ -1,0 +1,197 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// throughputLimit reads a ramp: windows whose load level (the ramp target, else
+// the VU count; requests in flight only when neither is recorded) varies at
+// least MinLevelRatio× over MinLevels distinct values.
+//
+// It fits throughput against level with a "hockey stick", y = a + b·min(x, k),
+// trying every distinct level k as the knee (least squares), keeping only
+// knees with MinPointsBeyondKnee windows at or beyond them and a ramp reaching
+// MinOverKnee·k. Beyond the knee a Theil–Sen line of throughput against level
+// must gain at most MaxGainBeyondKnee from the knee to the top: completions
+// stay flat while concurrency rises. The latency slope beyond the knee is the
+// other half of the evidence (flat throughput + linearly rising latency = a
+// saturated resource, by Little's law).
+func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
+	o := a.opts.ThroughputLimit
+	level, unit := rampLevel(inc)
+	if level == nil {
+		return Finding{}, false, false
+	}
+	var pts series
+	for i, w := range inc.ws {
+		if inc.full[i] && w.Requests > 0 && level[i] > 0 {
+			pts.add(level[i], inc.rps[i], i)
+		}
+	}
+	distinct := slices.Clone(pts.x)
+	slices.Sort(distinct)
+	distinct = slices.Compact(distinct)
+	if len(distinct) < 2 || distinct[len(distinct)-1] < o.MinLevelRatio*distinct[0] {
+		return Finding{}, false, false // not a ramp
+	}
+	if pts.len() < o.MinWindows || len(distinct) < o.MinLevels {
+		return Finding{}, false, true
+	}
+	xmax := distinct[len(distinct)-1]
+
+	bestK, bestSSE := math.NaN(), math.Inf(1)
+	var bestA, bestB float64
+	for _, k := range distinct {
+		beyond := 0
+		for _, x := range pts.x {
+			if x >= k {
+				beyond++
+			}
+		}
+		if beyond < o.MinPointsBeyondKnee || xmax < o.MinOverKnee*k {
+			continue
+		}
+		a0, b0, sse := hockeyStick(pts.x, pts.y, k)
+		if sse < bestSSE {
+			bestK, bestSSE, bestA, bestB = k, sse, a0, b0
+		}
+	}
+	if math.IsNaN(bestK) {
+		return Finding{}, false, false
+	}
+	k := bestK
+	var beyond, lat series
+	var dropped float64
+	for j, x := range pts.x {
+		if x < k {
+			continue
+		}
+		w := inc.ws[pts.pos[j]]
+		beyond.add(x, pts.y[j], pts.pos[j])
+		if l := w.LatencyMs.P50; l > 0 {
+			lat.add(x, l, pts.pos[j])
+		}
+		dropped += float64(w.Dropped)
+	}
+	tl, ok := a.theilSen(beyond.x, beyond.y)
+	if !ok {
+		return Finding{}, false, false
+	}
+	yk := bestA + bestB*k
+	if yk <= 0 {
+		return Finding{}, false, false
+	}
+	gain := tl.Slope * (xmax - k) / yk
+	if gain > o.MaxGainBeyondKnee {
+		return Finding{}, false, false
+	}
+
+	first, last := inc.span(pts.pos[0], pts.pos[pts.len()-1])
+	ev := Evidence{FirstWindow: first, LastWindow: last, Before: yk, After: yk * (1 + gain), Unit: "req/s",
+		Notes: map[string]float64{"knee": k, "level_min": distinct[0], "level_max": xmax, "gain_beyond_knee": gain}}
+	if dropped > 0 {
+		ev.Notes["dropped_beyond_knee"] = dropped
+	}
+	latText := ""
+	if ll, ok := a.theilSen(lat.x, lat.y); ok && lat.len() >= o.MinPointsBeyondKnee {
+		l0, l1 := ll.At(k), ll.At(xmax)
+		ev.Slope, ev.SlopeUnit = ll.Slope, "ms per "+unitSingular(unit)
+		ev.Notes["p50_ms_at_knee"], ev.Notes["p50_ms_at_max"] = l0, l1
+		if l1 > l0 {
+			latText = fmt.Sprintf(" while p50 latency rose %s → %s (+%s per %s)", fmtMs(math.Max(l0, 0)), fmtMs(l1), fmtMs(ll.Slope), unitSingular(unit))
+		}
+	}
+	change := fmt.Sprintf("%+.0f %%", gain*100)
+	var summary string
+	if k == distinct[0] {
+		summary = fmt.Sprintf("throughput stayed at ≈%s req/s (%s) as %s rose %s → %s%s: the target was already saturated at %s %s",
+			fmtCount(yk), change, unit, fmtCount(k), fmtCount(xmax), latText, fmtCount(k), unit)
+	} else {
+		summary = fmt.Sprintf("throughput stopped growing at ≈%s %s (≈%s req/s): from there to %s %s it changed %s%s",
+			fmtCount(k), unit, fmtCount(yk), fmtCount(xmax), unit, change, latText)
+	}
+	if latText != "" {
+		summary += " — flat throughput with rising latency means a saturated resource"
+	}
+	return Finding{Kind: KindThroughputLimit, Severity: Warning, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
+}
+
+// rampLevel returns each window's load level and its unit, or nil when the
+// windows record none that varies. A ramp target that tracks the VU count is
+// a closed-model ramp ("VUs"); one that does not is an arrival rate.
+func rampLevel(inc *incarnation) ([]float64, string) {
+	n := len(inc.ws)
+	targets, vus, inflight := make([]float64, n), make([]float64, n), make([]float64, n)
+	var anyTarget, anyVUs bool
+	closed := 0
+	for i, w := range inc.ws {
+		targets[i], vus[i], inflight[i] = w.Target, float64(w.VUs), float64(w.InFlight)
+		anyTarget = anyTarget || w.Target > 0
+		anyVUs = anyVUs || w.VUs > 0
+		if math.Abs(w.Target-float64(w.VUs)) <= math.Max(1, 0.1*w.Target) {
+			closed++
+		}
+	}
+	switch {
+	case anyTarget && varies(targets):
+		if closed*2 >= n {
+			return targets, "VUs"
+		}
+		return targets, "req/s offered"
+	case !anyTarget && anyVUs && varies(vus):
+		return vus, "VUs"
+	case !anyTarget && !anyVUs && varies(inflight):
+		return inflight, "requests in flight"
+	}
+	return nil, ""
+}
+
+func varies(xs []float64) bool {
+	for _, x := range xs {
+		if x != xs[0] {
+			return true
+		}
+	}
+	return false
+}
+
+func unitSingular(u string) string {
+	switch u {
+	case "VUs":
+		return "VU"
+	case "req/s offered":
+		return "req/s offered"
+	}
+	return "request in flight"
+}
+
+// hockeyStick fits y = a + b·min(x, k) by least squares and returns a, b and
+// the sum of squared residuals. b is not allowed below 0 (a knee is where
+// growth stops, not where it starts).
+func hockeyStick(x, y []float64, k float64) (a, b, sse float64) {
+	n := float64(len(x))
+	var mz, my float64
+	for i := range x {
+		mz += math.Min(x[i], k)
+		my += y[i]
+	}
+	mz /= n
+	my /= n
+	var szz, szy float64
+	for i := range x {
+		dz := math.Min(x[i], k) - mz
+		szz += dz * dz
+		szy += dz * (y[i] - my)
+	}
+	if szz > 0 && szy > 0 {
+		b = szy / szz
+	}
+	a = my - b*mz
+	for i := range x {
+		r := y[i] - a - b*math.Min(x[i], k)
+		sse += r * r
+	}
+	return a, b, sse
+}

@@ -1,0 +1,276 @@
+package analysis
+
+import "time"
+
+// Options tune Analyze. Start from DefaultOptions. A zero threshold means "use
+// the default", so Options{Warmup: scenarioWarmup} is a complete value too.
+// Every default below says why it is what it is; the accuracy tests in this
+// package (synthetic runs with shared-machine noise, many seeds) hold them.
+type Options struct {
+	// Warmup excludes, in each incarnation, the windows that start before the
+	// incarnation's first window start + Warmup (the scenario's load.warmup).
+	Warmup time.Duration
+	// WarmupWindows excludes at least this many windows at the start of each
+	// incarnation. 0 means DefaultWarmupWindows; negative means none.
+	WarmupWindows int
+	// MaxPoints bounds the length of a series given to Theil–Sen and
+	// Mann–Kendall; longer series are cut into MaxPoints consecutive bins and
+	// each bin replaced by its median. 0 means DefaultMaxPoints.
+	MaxPoints int
+
+	Leak            LeakOptions
+	Collapse        CollapseOptions
+	ErrorSurge      ErrorSurgeOptions
+	ThroughputLimit ThroughputLimitOptions
+}
+
+// Defaults shared by the detectors.
+const (
+	// DefaultWarmupWindows: the first window of an incarnation holds VU setup
+	// (sign-ups, logins) and a cold target; it is never representative.
+	DefaultWarmupWindows = 1
+	// DefaultMaxPoints: Theil–Sen costs O(n²); 240 points is 28,680 pairs
+	// (about half a millisecond). Binning an 8-hour soak of 20 s windows (1,440)
+	// into 240 medians of 6 also damps the serial correlation between
+	// neighbouring windows that makes Mann–Kendall over-confident on long series.
+	DefaultMaxPoints = 240
+)
+
+// LeakOptions tune the leak detector: a Mann–Kendall gate on the post-GC heap,
+// a Theil–Sen slope, a minimum growth, and a re-test of the last part of the
+// run so that a heap that grows and then levels off (caches warming) is not
+// called a leak.
+type LeakOptions struct {
+	// MinReadings is the fewest heap readings (after warm-up) for a verdict;
+	// fewer give an insufficient_data note. Default 6: with 6 readings one
+	// out-of-order pair still reaches p ≈ 0.008 (exact), under Alpha.
+	MinReadings int
+	// ConfidentReadings is the fewest readings for a critical leak; below it a
+	// leak that passes every gate is a warning. Default 12: the last half then
+	// has 6 readings, enough for its own Mann–Kendall test.
+	ConfidentReadings int
+	// PreferForcedReadings: when at least this many readings come from forced-GC
+	// checkpoints, only those are used (they are exact post-GC values; a passive
+	// metric can be stale until the next GC). Below it, forced and passive
+	// readings are used together: both report the live heap after a GC.
+	// Default 8.
+	PreferForcedReadings int
+	// Alpha is the one-sided Mann–Kendall p-value a rising heap must reach.
+	// Default 0.01: each run is tested for several things every night, so one
+	// false alarm in a hundred clean runs per test is the most we accept, and a
+	// real leak over a dozen readings reaches p < 0.0001.
+	Alpha float64
+	// MinGrowthBytes is the least growth (Theil–Sen slope × analysed span) that
+	// counts. Default 1 MiB: smaller drifts are within what per-connection
+	// buffers and pools move by and are not actionable.
+	MinGrowthBytes float64
+	// MinGrowthFraction is the least growth relative to the starting level.
+	// Default 0.10: a clean runtime's post-GC heap wanders by a few per cent as
+	// connection counts and caches change.
+	MinGrowthFraction float64
+	// TailFraction is the last part of the run that is tested again. Default
+	// 0.5: the last half has enough readings for its own trend test.
+	TailFraction float64
+	// MinTailSlopeRatio: the Theil–Sen slope of the tail must be at least this
+	// fraction of the whole run's. Default 0.5: a linear leak keeps its slope
+	// (ratio ≈ 1); a cache that fills with time constant T/3 of a run of length
+	// T has a last-half ratio of 0.37, and one that fills in the first third ≈ 0.
+	MinTailSlopeRatio float64
+	// TailAlpha is the one-sided Mann–Kendall p-value the tail must reach when
+	// it has at least MinReadings readings. Default 0.05: the tail is half the
+	// data, and this test only confirms a trend already established.
+	TailAlpha float64
+}
+
+// CollapseOptions tune the collapse detector: throughput falling (or latency
+// rising) over steady-load windows, attributed to the table whose rows read per
+// request grow with its row count.
+type CollapseOptions struct {
+	// MinWindows is the fewest steady-load windows for a verdict. Default 8:
+	// two per quarter, the least for comparing the first and last quarter.
+	MinWindows int
+	// Alpha is the one-sided Mann–Kendall p-value of the throughput (or
+	// latency) trend. Default 0.01, as for leaks.
+	Alpha float64
+	// MinThroughputDrop is the least fall of the median throughput from the
+	// first to the last quarter, as a fraction. Default 0.30: window-to-window
+	// jitter of ±10–30 % on a shared 2-core machine moves quarter medians by
+	// about 10 %; a collapse worth reporting is well beyond that.
+	MinThroughputDrop float64
+	// MinLatencyRise is the least rise of the median p50 latency from the first
+	// to the last quarter, as a fraction. Default 0.50 (1.5×): latency is
+	// noisier than throughput under an open-model load.
+	MinLatencyRise float64
+	// SteadyTolerance: only windows whose load level (ramp target, else VUs) is
+	// within this fraction of the median level are used, so a ramp is not read
+	// as a collapse. Default 0.10.
+	SteadyTolerance float64
+	// MinReadGrowth is the least factor by which a table's rows read per
+	// request must grow (first to last quarter) to be blamed. Default 2: an
+	// unindexed query's reads grow with the table, an indexed one's stay flat.
+	MinReadGrowth float64
+	// MinReadIncrease is the least absolute growth of rows read per request.
+	// Default 20: fewer rows per request cost microseconds and explain nothing.
+	MinReadIncrease float64
+	// MinCorrelation is the least Spearman correlation between a table's rows
+	// read per request and its row count, and between throughput (negatively)
+	// or latency and that row count. Default 0.6: clearly monotone together,
+	// while allowing for the pg_stat flush jitter of a second or so per window.
+	MinCorrelation float64
+	// MinCPURise: without a table to blame, a rise of the target's CPU per
+	// request by at least this fraction says the target itself slowed (warning);
+	// otherwise the fall is put down to interference (info). Default 0.5:
+	// contention from other processes moves CPU per request by 10–20 % through
+	// cache effects, not by half.
+	MinCPURise float64
+}
+
+// ErrorSurgeOptions tune the error-surge detector. Requests in flight when the
+// run stopped (class "interrupted") are never counted as errors.
+type ErrorSurgeOptions struct {
+	// MinWindows is the fewest windows for a verdict. Default 8.
+	MinWindows int
+	// Alpha is the one-sided Mann–Kendall p-value (per-window error rate) for a
+	// critical surge; a surge that does not reach it is a warning. Default 0.01.
+	Alpha float64
+	// Factor: the last-quarter error rate must be at least Factor × the
+	// first-quarter rate. Default 5.
+	Factor float64
+	// MinRise: ... and at least the first-quarter rate + MinRise (a fraction:
+	// 0.01 is one percentage point). Default 0.01, so a run that starts at
+	// 0.001 % errors does not "surge" to 0.005 %.
+	MinRise float64
+	// MinErrors is the fewest errors in the windows that surged. Default 20:
+	// fewer are too few to call a rate (Poisson noise of ±22 % at 20).
+	MinErrors int64
+	// BurstMinRise is MinRise for a burst that recovered before the end
+	// (reported as a warning). Default 0.05: a transient needs to be bigger
+	// than a sustained rise to matter.
+	BurstMinRise float64
+}
+
+// ThroughputLimitOptions tune the throughput-limit detector, which reads a
+// ramp: as concurrency (VUs, or the arrival-rate target) rises, completions
+// stop rising at a knee.
+type ThroughputLimitOptions struct {
+	// MinWindows is the fewest windows. Default 8.
+	MinWindows int
+	// MinLevelRatio: the load level must vary at least this much (max/min)
+	// across the windows to count as a ramp. Default 2.
+	MinLevelRatio float64
+	// MinLevels is the fewest distinct load levels. Default 4: a knee needs
+	// points on both sides of it.
+	MinLevels int
+	// MinOverKnee: the ramp must go at least this factor beyond the knee.
+	// Default 1.5: linear scaling would then add 50 % throughput, far more than
+	// the flatness threshold below.
+	MinOverKnee float64
+	// MaxGainBeyondKnee: throughput from the knee to the top of the ramp may
+	// grow at most this fraction to count as flat. Default 0.15: a third of
+	// what linear scaling would give over MinOverKnee, above the ±10 % error
+	// of a Theil–Sen slope over a few jittery windows.
+	MaxGainBeyondKnee float64
+	// MinPointsBeyondKnee is the fewest windows at or beyond the knee.
+	// Default 3.
+	MinPointsBeyondKnee int
+}
+
+// DefaultOptions returns the defaults documented on each field.
+func DefaultOptions() Options {
+	return Options{
+		WarmupWindows: DefaultWarmupWindows,
+		MaxPoints:     DefaultMaxPoints,
+		Leak: LeakOptions{
+			MinReadings:          6,
+			ConfidentReadings:    12,
+			PreferForcedReadings: 8,
+			Alpha:                0.01,
+			MinGrowthBytes:       1 << 20,
+			MinGrowthFraction:    0.10,
+			TailFraction:         0.5,
+			MinTailSlopeRatio:    0.5,
+			TailAlpha:            0.05,
+		},
+		Collapse: CollapseOptions{
+			MinWindows:        8,
+			Alpha:             0.01,
+			MinThroughputDrop: 0.30,
+			MinLatencyRise:    0.50,
+			SteadyTolerance:   0.10,
+			MinReadGrowth:     2,
+			MinReadIncrease:   20,
+			MinCorrelation:    0.6,
+			MinCPURise:        0.5,
+		},
+		ErrorSurge: ErrorSurgeOptions{
+			MinWindows:   8,
+			Alpha:        0.01,
+			Factor:       5,
+			MinRise:      0.01,
+			MinErrors:    20,
+			BurstMinRise: 0.05,
+		},
+		ThroughputLimit: ThroughputLimitOptions{
+			MinWindows:          8,
+			MinLevelRatio:       2,
+			MinLevels:           4,
+			MinOverKnee:         1.5,
+			MaxGainBeyondKnee:   0.15,
+			MinPointsBeyondKnee: 3,
+		},
+	}
+}
+
+// withDefaults replaces every zero field of o by its default.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.WarmupWindows == 0 {
+		o.WarmupWindows = d.WarmupWindows
+	}
+	def(&o.MaxPoints, d.MaxPoints)
+
+	l, dl := &o.Leak, d.Leak
+	def(&l.MinReadings, dl.MinReadings)
+	def(&l.ConfidentReadings, dl.ConfidentReadings)
+	def(&l.PreferForcedReadings, dl.PreferForcedReadings)
+	def(&l.Alpha, dl.Alpha)
+	def(&l.MinGrowthBytes, dl.MinGrowthBytes)
+	def(&l.MinGrowthFraction, dl.MinGrowthFraction)
+	def(&l.TailFraction, dl.TailFraction)
+	def(&l.MinTailSlopeRatio, dl.MinTailSlopeRatio)
+	def(&l.TailAlpha, dl.TailAlpha)
+
+	c, dc := &o.Collapse, d.Collapse
+	def(&c.MinWindows, dc.MinWindows)
+	def(&c.Alpha, dc.Alpha)
+	def(&c.MinThroughputDrop, dc.MinThroughputDrop)
+	def(&c.MinLatencyRise, dc.MinLatencyRise)
+	def(&c.SteadyTolerance, dc.SteadyTolerance)
+	def(&c.MinReadGrowth, dc.MinReadGrowth)
+	def(&c.MinReadIncrease, dc.MinReadIncrease)
+	def(&c.MinCorrelation, dc.MinCorrelation)
+	def(&c.MinCPURise, dc.MinCPURise)
+
+	e, de := &o.ErrorSurge, d.ErrorSurge
+	def(&e.MinWindows, de.MinWindows)
+	def(&e.Alpha, de.Alpha)
+	def(&e.Factor, de.Factor)
+	def(&e.MinRise, de.MinRise)
+	def(&e.MinErrors, de.MinErrors)
+	def(&e.BurstMinRise, de.BurstMinRise)
+
+	t, dt := &o.ThroughputLimit, d.ThroughputLimit
+	def(&t.MinWindows, dt.MinWindows)
+	def(&t.MinLevelRatio, dt.MinLevelRatio)
+	def(&t.MinLevels, dt.MinLevels)
+	def(&t.MinOverKnee, dt.MinOverKnee)
+	def(&t.MaxGainBeyondKnee, dt.MaxGainBeyondKnee)
+	def(&t.MinPointsBeyondKnee, dt.MinPointsBeyondKnee)
+	return o
+}
+
+func def[T int | int64 | float64](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}

@@ -1,0 +1,194 @@
+// Command demo-target is the HTTP API longhaul soaks in its demo and its
+// end-to-end tests: a small Parse-like backend (sign-up and login with bcrypt,
+// session tokens, items CRUD with list, batch create) over PostgreSQL or an
+// embedded SQLite file, with two switches that plant the faults longhaul must
+// find.
+//
+// Run it:
+//
+//	go run ./examples/demo-target                                   # SQLite in a temp file, :8080
+//	DATABASE_URL=postgres://u:p@127.0.0.1:5432/db go run ./examples/demo-target
+//	DEMO_INDEX_BUCKET=false go run ./examples/demo-target           # list cost grows with the table
+//	DEMO_LEAK_BYTES=2048 go run ./examples/demo-target              # every request retains 2 KiB
+//
+// Environment:
+//
+//	PORT               listen port on all interfaces (default 8080; 0 picks a free one)
+//	DATABASE_URL       PostgreSQL connection string (pgx; pool_max_conns defaults to 16)
+//	DEMO_SQLITE        SQLite file when DATABASE_URL is empty (default: a temp file, removed at exit)
+//	DEMO_INDEX_BUCKET  false: do not create (and drop) the indexes that serve GET /items
+//	DEMO_LEAK_BYTES    N > 0: every request appends an N-byte allocation to a slice never freed
+//
+// HTTP API (JSON bodies; writes need "Authorization: Bearer <token>", reads
+// validate a token when one is sent):
+//
+//	POST   /users         {"username","password"} → 201 {"id","username"}; 409 taken
+//	POST   /login         {"username","password"} → 200 {"token","user_id"}; 401
+//	GET    /items         ?bucket=N&limit=L → 200 {"items":[...]} newest first; limit ≤ 100
+//	POST   /items         {"bucket","title","payload":{}} → 201 item
+//	POST   /items/batch   {"items":[...]} (1–100) → 201 {"ids":[...]}
+//	GET    /items/{id}    → 200 item; 404
+//	PUT    /items/{id}    {"title","payload"} (either may be absent) → 200 item; 404
+//	DELETE /items/{id}    → 204; 404
+//	GET    /health        → 200
+//	GET    /metrics       Prometheus text: http_requests_total{route,code},
+//	                      http_request_duration_seconds{route}, go_gc_heap_live_bytes, process and Go metrics
+//	POST   /debug/gc      forces a GC → {"heap_bytes":N}, the live heap after it
+//
+// An item is {"id","bucket","title","owner","payload","created_at","updated_at"}
+// with RFC 3339 timestamps (microsecond precision, UTC).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo-target:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is bad input from the user (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// config is the demo target's configuration, read from the environment.
+type config struct {
+	Port        int
+	DatabaseURL string
+	SQLitePath  string
+	IndexBucket bool
+	LeakBytes   int
+}
+
+func configFromEnv(getenv func(string) string) (config, error) {
+	c := config{Port: 8080, IndexBucket: true}
+	if v := getenv("PORT"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return c, usageError{fmt.Sprintf("PORT=%q: want a port number 0-65535", v)}
+		}
+		c.Port = p
+	}
+	c.DatabaseURL = getenv("DATABASE_URL")
+	c.SQLitePath = getenv("DEMO_SQLITE")
+	if v := getenv("DEMO_INDEX_BUCKET"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, usageError{fmt.Sprintf("DEMO_INDEX_BUCKET=%q: want true or false", v)}
+		}
+		c.IndexBucket = b
+	}
+	if v := getenv("DEMO_LEAK_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 64<<20 {
+			return c, usageError{fmt.Sprintf("DEMO_LEAK_BYTES=%q: want a byte count 0-67108864", v)}
+		}
+		c.LeakBytes = n
+	}
+	return c, nil
+}
+
+// run serves the API until ctx is done, then shuts down gracefully.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	if len(args) > 0 {
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES"}
+	}
+	cfg, err := configFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	st, cleanup, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	if err != nil {
+		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
+	}
+	srv := &http.Server{
+		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, Log: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := shutdownContext()
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// openStore opens PostgreSQL when cfg.DatabaseURL is set, else SQLite; cleanup
+// closes it and removes a temporary SQLite file.
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, func(), error) {
+	if cfg.DatabaseURL != "" {
+		st, err := openPostgres(ctx, cfg.DatabaseURL, cfg.IndexBucket, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.close, nil
+	}
+	path, tempDir := cfg.SQLitePath, ""
+	if path == "" {
+		dir, err := os.MkdirTemp("", "demo-target-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("create a temp dir for SQLite (set DEMO_SQLITE): %w", err)
+		}
+		path, tempDir = filepath.Join(dir, "demo.db"), dir
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, nil, usageError{fmt.Sprintf("DEMO_SQLITE=%q: a file path without ? or #", path)}
+	}
+	st, err := openSQLite(ctx, path, cfg.IndexBucket, log)
+	if err != nil {
+		if tempDir != "" {
+			os.RemoveAll(tempDir)
+		}
+		return nil, nil, err
+	}
+	return st, func() {
+		st.close()
+		if tempDir != "" {
+			os.RemoveAll(tempDir)
+		}
+	}, nil
+}

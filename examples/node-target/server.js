@@ -1,0 +1,45 @@
+// A tiny Node.js HTTP target for longhaul's tests and demos (plain node, no npm).
+//
+//   PORT=8080 node --inspect=127.0.0.1:9229 server.js
+//   LEAK_BYTES=2048 PORT=8080 node --inspect=127.0.0.1:9229 server.js   # the leaky twin
+//
+// Routes: GET /health → 200 "ok"; anything else → 200 with a small JSON body.
+// With LEAK_BYTES=N (> 0), every request retains N more bytes on the V8 heap
+// forever (a string kept in a module-level array), the way a cache without
+// eviction does; without it the server keeps nothing between requests.
+// PORT=0 (the default) picks a free port. Once listening it prints one line,
+// "listening on http://127.0.0.1:PORT", to stdout.
+'use strict';
+
+const http = require('node:http');
+
+const leakBytes = Math.max(0, parseInt(process.env.LEAK_BYTES || '0', 10) || 0);
+const port = parseInt(process.env.PORT || '0', 10) || 0;
+const retained = [];
+let served = 0;
+
+const server = http.createServer((req, res) => {
+  served++;
+  if (leakBytes > 0) {
+    // A fresh flat string per request (the counter makes each one distinct),
+    // so V8 cannot share it with the previous one.
+    retained.push((served.toString(36) + '.').padEnd(leakBytes, 'x'));
+  }
+  if (req.url === '/health') {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('ok');
+    return;
+  }
+  const body = JSON.stringify({ served, path: req.url });
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+});
+
+server.keepAliveTimeout = 30000;
+server.listen(port, '127.0.0.1', () => {
+  process.stdout.write(`listening on http://127.0.0.1:${server.address().port}\n`);
+});
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => server.close(() => process.exit(0)));
+}

@@ -1,0 +1,36 @@
+// Package probes takes longhaul's server-side readings, once per window: the
+// target's CPU time (→ CPU µs per request) and RSS, its live heap after GC,
+// and PostgreSQL's table statistics (→ rows read per request, per table).
+//
+// Recipe:
+//
+//  1. New(Config{Spec: scenario.Probes, TargetURL: env.TargetURL, PID:
+//     env.Target.PID, ContainerID: env.Target.ContainerID, DatabaseURL:
+//     env.Database.URL, Window: scenario.Load.Window.D()}) checks the
+//     configuration (a bad metric name or port is an ErrBadConfig error) and
+//     contacts nothing.
+//  2. Start(ctx) when load starts: it takes the baselines the first window's
+//     deltas are counted from and reports unreachable probes (Problems).
+//  3. Sample(ctx, &w) each time the driver closes a window, before the
+//     window is stored: it fills w.Probes. Then Close.
+//
+// Sources, each optional:
+//
+//   - process: a local target's /proc process tree (ProcessTree: the process,
+//     its descendants and its process group; reaped children through
+//     cutime/cstime), or a container's cgroup through the Docker API
+//     (ContainerStats, one-shot stats).
+//   - heap: a Prometheus gauge scraped from the target (MetricScraper,
+//     default go_gc_heap_live_bytes at /metrics); a forced-GC hook every N
+//     windows (GCHookClient, default POST /debug/gc every 5 windows); a
+//     Node.js inspector (InspectorClient: HeapProfiler.collectGarbage then
+//     Runtime.getHeapUsage). A forced-GC reading, when a window has one,
+//     wins over the passive metric and sets HeapForcedGC.
+//   - database: pg_stat_user_tables and pg_stat_database (PGStatsReader,
+//     DatabaseDelta).
+//
+// Failure policy: a probe that fails leaves its window fields nil (never
+// zero), is logged once (then at most one reminder per ReminderInterval) and
+// listed by Problems; the soak goes on. A Sample takes at most
+// min(1 s, window/4): probes run concurrently, each under that deadline.
+package probes

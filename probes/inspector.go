@@ -1,0 +1,287 @@
+package probes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+)
+
+// InspectorClient reads the post-GC heap of a Node.js process through its
+// inspector (node --inspect=HOST:PORT), speaking the Chrome DevTools
+// Protocol over a WebSocket: HeapProfiler.collectGarbage, then
+// Runtime.getHeapUsage, whose usedSize is the V8 heap in use.
+//
+// The WebSocket stays open between calls; when it has dropped, a call
+// reconnects once. A call that times out leaves the connection open (its
+// late answer is discarded), so a slow GC does not cost a reconnect. It is
+// safe for concurrent use.
+type InspectorClient struct {
+	Addr string // host:port of the inspector, e.g. 127.0.0.1:9229
+
+	http   *http.Client
+	nextID atomic.Int64
+
+	mu     sync.Mutex
+	sess   *cdpSession
+	closed bool
+}
+
+// NewInspectorClient returns a client of the inspector at addr (host:port).
+// It does not connect.
+func NewInspectorClient(addr string) *InspectorClient {
+	return &InspectorClient{Addr: addr, http: newHTTPClient()}
+}
+
+// ErrInspectorClosed is returned by calls after Close.
+var ErrInspectorClosed = errors.New("inspector client closed")
+
+// errSessionGone marks a call that failed because the WebSocket dropped.
+var errSessionGone = errors.New("inspector connection dropped")
+
+// HeapAfterGC forces a full GC in the target and returns the V8 heap's used
+// bytes after it.
+func (c *InspectorClient) HeapAfterGC(ctx context.Context) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := c.session(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n, err := c.heapAfterGC(ctx, s)
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, errSessionGone) || attempt > 0 || ctx.Err() != nil {
+			return 0, fmt.Errorf("inspector %s: %w", c.Addr, err)
+		}
+		c.drop(s)
+	}
+}
+
+func (c *InspectorClient) heapAfterGC(ctx context.Context, s *cdpSession) (int64, error) {
+	if _, err := s.call(ctx, c.nextID.Add(1), "HeapProfiler.collectGarbage"); err != nil {
+		return 0, err
+	}
+	res, err := s.call(ctx, c.nextID.Add(1), "Runtime.getHeapUsage")
+	if err != nil {
+		return 0, err
+	}
+	var usage struct {
+		UsedSize *float64 `json:"usedSize"`
+	}
+	if err := json.Unmarshal(res, &usage); err != nil || usage.UsedSize == nil {
+		return 0, fmt.Errorf("Runtime.getHeapUsage: unexpected result %.200s", res)
+	}
+	return toBytes(*usage.UsedSize)
+}
+
+// Connect opens the WebSocket now (it is otherwise opened by the first
+// HeapAfterGC), so a wrong address is found at start.
+func (c *InspectorClient) Connect(ctx context.Context) error {
+	if _, err := c.session(ctx); err != nil {
+		return fmt.Errorf("inspector %s: %w", c.Addr, err)
+	}
+	return nil
+}
+
+// session returns the open session, dialling if there is none.
+func (c *InspectorClient) session(ctx context.Context) (*cdpSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrInspectorClosed
+	}
+	if c.sess != nil && !c.sess.isDone() {
+		return c.sess, nil
+	}
+	wsURL, err := c.debuggerURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: c.http})
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", wsURL, err)
+	}
+	conn.SetReadLimit(1 << 20)
+	c.sess = newCDPSession(conn)
+	return c.sess, nil
+}
+
+func (c *InspectorClient) drop(s *cdpSession) {
+	c.mu.Lock()
+	if c.sess == s {
+		c.sess = nil
+	}
+	c.mu.Unlock()
+	s.close()
+}
+
+// debuggerURL asks the inspector's HTTP endpoint for the target's WebSocket
+// URL. Its host:port is replaced by Addr: the inspector builds the URL from
+// what it believes its address is, which is wrong behind a port mapping.
+func (c *InspectorClient) debuggerURL(ctx context.Context) (string, error) {
+	listURL := "http://" + c.Addr + "/json/list"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, listURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list targets: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("list targets: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("list targets: status %s", resp.Status)
+	}
+	var targets []struct {
+		Type string `json:"type"`
+		WS   string `json:"webSocketDebuggerUrl"`
+	}
+	if err := json.Unmarshal(body, &targets); err != nil {
+		return "", fmt.Errorf("list targets: %w", err)
+	}
+	for _, t := range targets {
+		if t.WS == "" || (t.Type != "" && t.Type != "node") {
+			continue
+		}
+		u, err := url.Parse(t.WS)
+		if err != nil {
+			return "", fmt.Errorf("list targets: bad webSocketDebuggerUrl %q: %w", t.WS, err)
+		}
+		u.Host = c.Addr
+		return u.String(), nil
+	}
+	return "", errors.New("list targets: no node target with a webSocketDebuggerUrl (another debugger attached?)")
+}
+
+// Close closes the WebSocket; later calls fail with ErrInspectorClosed.
+func (c *InspectorClient) Close() error {
+	c.mu.Lock()
+	s := c.sess
+	c.sess, c.closed = nil, true
+	c.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
+	return nil
+}
+
+// cdpSession is one WebSocket with a reader goroutine that hands each
+// answer to the call waiting for its id.
+type cdpSession struct {
+	conn   *websocket.Conn
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the reader stops
+	err    error         // why the reader stopped; read after done
+
+	mu      sync.Mutex
+	pending map[int64]chan cdpAnswer
+}
+
+type cdpAnswer struct {
+	Result json.RawMessage
+	Err    error
+}
+
+func newCDPSession(conn *websocket.Conn) *cdpSession {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &cdpSession{conn: conn, cancel: cancel, done: make(chan struct{}), pending: map[int64]chan cdpAnswer{}}
+	go s.read(ctx)
+	return s
+}
+
+func (s *cdpSession) isDone() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *cdpSession) read(ctx context.Context) {
+	defer close(s.done)
+	for {
+		_, data, err := s.conn.Read(ctx)
+		if err != nil {
+			s.err = err
+			return
+		}
+		var msg struct {
+			ID     *int64          `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &msg) != nil || msg.ID == nil {
+			continue // an event, or noise
+		}
+		s.mu.Lock()
+		ch := s.pending[*msg.ID]
+		delete(s.pending, *msg.ID)
+		s.mu.Unlock()
+		if ch == nil {
+			continue // a late answer to a call that gave up
+		}
+		a := cdpAnswer{Result: msg.Result}
+		if msg.Error != nil {
+			a.Err = fmt.Errorf("error %d: %s", msg.Error.Code, msg.Error.Message)
+		}
+		ch <- a
+	}
+}
+
+// call sends one method without parameters and waits for its answer.
+func (s *cdpSession) call(ctx context.Context, id int64, method string) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		// Writing with a dead context would close the WebSocket.
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	ch := make(chan cdpAnswer, 1)
+	s.mu.Lock()
+	s.pending[id] = ch
+	s.mu.Unlock()
+	forget := func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}
+	msg := `{"id":` + strconv.FormatInt(id, 10) + `,"method":"` + method + `"}`
+	if err := s.conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		forget()
+		return nil, fmt.Errorf("%s: %w: %w", method, errSessionGone, err)
+	}
+	select {
+	case a := <-ch:
+		if a.Err != nil {
+			return nil, fmt.Errorf("%s: %w", method, a.Err)
+		}
+		return a.Result, nil
+	case <-s.done:
+		forget()
+		return nil, fmt.Errorf("%s: %w: %w", method, errSessionGone, s.err)
+	case <-ctx.Done():
+		forget()
+		return nil, fmt.Errorf("%s: no answer: %w", method, ctx.Err())
+	}
+}
+
+func (s *cdpSession) close() {
+	s.cancel()
+	s.conn.CloseNow()
+	<-s.done
+}

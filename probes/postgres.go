@@ -1,0 +1,195 @@
+package probes
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// PGStats is one reading of PostgreSQL's cumulative statistics for the
+// connected database: counters since the statistics were last reset.
+type PGStats struct {
+	TuplesReturned int64 // pg_stat_database.tup_returned
+	Commits        int64 // pg_stat_database.xact_commit
+	Tables         map[uint32]PGTable
+}
+
+// PGTable is one pg_stat_user_tables row. Name is relname, qualified with
+// its schema unless the schema is public.
+type PGTable struct {
+	Name               string
+	LiveRows           int64 // n_live_tup (an estimate, not a counter)
+	SeqScans           int64
+	SeqTuplesRead      int64
+	IndexScans         int64 // 0 for a table without indexes
+	IndexTuplesFetched int64
+}
+
+// PGStatsReader reads pg_stat_database and pg_stat_user_tables over one
+// connection, opened on first use and reopened after it breaks. It is safe
+// for concurrent use (calls are serialised).
+//
+// Its own queries count in pg_stat_database (one transaction and the
+// catalog rows it reads, per reading) but not in pg_stat_user_tables.
+type PGStatsReader struct {
+	dsn string
+
+	mu   sync.Mutex
+	conn *pgx.Conn
+}
+
+// NewPGStatsReader returns a reader for the database at dsn (a PostgreSQL
+// URL or key=value string). It does not connect.
+func NewPGStatsReader(dsn string) (*PGStatsReader, error) {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return nil, fmt.Errorf("database probe: parse dsn: %w", err)
+	}
+	return &PGStatsReader{dsn: dsn}, nil
+}
+
+const (
+	pgTablesQuery = `SELECT relid::int8, schemaname::text, relname::text, n_live_tup, seq_scan, seq_tup_read,
+	coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables`
+	pgDatabaseQuery = `SELECT tup_returned, xact_commit FROM pg_stat_database WHERE datname = current_database()`
+)
+
+// Read takes one reading. pg_stat_clear_snapshot() comes first, so a
+// snapshot cached by stats_fetch_consistency is never reused; both views are
+// read in one implicit transaction (one batch), from one snapshot.
+func (r *PGStatsReader) Read(ctx context.Context) (PGStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn == nil || r.conn.IsClosed() {
+		cfg, err := pgx.ParseConfig(r.dsn)
+		if err != nil {
+			return PGStats{}, fmt.Errorf("database probe: parse dsn: %w", err)
+		}
+		cfg.RuntimeParams["application_name"] = "longhaul-probes"
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return PGStats{}, fmt.Errorf("database probe: connect: %w", err)
+		}
+		r.conn = conn
+	}
+	st, err := r.read(ctx)
+	if err != nil {
+		// The connection may be mid-protocol after a cancelled read: start afresh.
+		r.conn.Close(context.WithoutCancel(ctx))
+		r.conn = nil
+		return PGStats{}, fmt.Errorf("database probe: %w", err)
+	}
+	return st, nil
+}
+
+func (r *PGStatsReader) read(ctx context.Context) (PGStats, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT pg_stat_clear_snapshot()`)
+	b.Queue(pgTablesQuery)
+	b.Queue(pgDatabaseQuery)
+	br := r.conn.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return PGStats{}, fmt.Errorf("pg_stat_clear_snapshot: %w", err)
+	}
+	st := PGStats{Tables: map[uint32]PGTable{}}
+	rows, err := br.Query()
+	if err != nil {
+		return PGStats{}, fmt.Errorf("read pg_stat_user_tables: %w", err)
+	}
+	for rows.Next() {
+		var relid int64
+		var schema string
+		var t PGTable
+		if err := rows.Scan(&relid, &schema, &t.Name, &t.LiveRows, &t.SeqScans, &t.SeqTuplesRead, &t.IndexScans, &t.IndexTuplesFetched); err != nil {
+			rows.Close()
+			return PGStats{}, fmt.Errorf("read pg_stat_user_tables: %w", err)
+		}
+		if schema != "public" {
+			t.Name = schema + "." + t.Name
+		}
+		st.Tables[uint32(relid)] = t
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return PGStats{}, fmt.Errorf("read pg_stat_user_tables: %w", err)
+	}
+	if err := br.QueryRow().Scan(&st.TuplesReturned, &st.Commits); err != nil {
+		return PGStats{}, fmt.Errorf("read pg_stat_database: %w", err)
+	}
+	return st, nil
+}
+
+// Close closes the connection.
+func (r *PGStatsReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn == nil {
+		return nil
+	}
+	err := r.conn.Close(context.Background())
+	r.conn = nil
+	return err
+}
+
+// MaxTables bounds the tables listed in one window's reading: the busiest
+// (most rows read in the window, then most live rows). The window's totals
+// count every table.
+const MaxTables = 50
+
+// DatabaseDelta turns two readings into one window's figures: counter
+// deltas (a counter that went down was reset, so its delta is its new
+// value), live rows at cur, and rows read per request, where rows read are
+// seq_tup_read + idx_tup_fetch. With requests ≤ 0 the per-request figures
+// are 0. Tables are sorted by name.
+func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
+	d := &window.Database{
+		TuplesReturned: counterDelta(prev.TuplesReturned, cur.TuplesReturned),
+		Commits:        counterDelta(prev.Commits, cur.Commits),
+		Tables:         make([]window.Table, 0, len(cur.Tables)),
+	}
+	var rowsRead int64
+	for relid, c := range cur.Tables {
+		p := prev.Tables[relid] // a new table counts from zero
+		t := window.Table{
+			Name:               c.Name,
+			LiveRows:           c.LiveRows,
+			SeqScans:           counterDelta(p.SeqScans, c.SeqScans),
+			SeqTuplesRead:      counterDelta(p.SeqTuplesRead, c.SeqTuplesRead),
+			IndexScans:         counterDelta(p.IndexScans, c.IndexScans),
+			IndexTuplesFetched: counterDelta(p.IndexTuplesFetched, c.IndexTuplesFetched),
+		}
+		read := t.SeqTuplesRead + t.IndexTuplesFetched
+		rowsRead += read
+		if requests > 0 {
+			t.RowsReadPerRequest = float64(read) / float64(requests)
+		}
+		d.Tables = append(d.Tables, t)
+	}
+	if requests > 0 {
+		d.RowsReadPerRequest = float64(rowsRead) / float64(requests)
+	}
+	if len(d.Tables) > MaxTables {
+		slices.SortFunc(d.Tables, func(a, b window.Table) int {
+			if c := cmp.Compare(b.SeqTuplesRead+b.IndexTuplesFetched, a.SeqTuplesRead+a.IndexTuplesFetched); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.LiveRows, a.LiveRows)
+		})
+		d.Tables = d.Tables[:MaxTables]
+	}
+	slices.SortFunc(d.Tables, func(a, b window.Table) int { return cmp.Compare(a.Name, b.Name) })
+	return d
+}
+
+func counterDelta(prev, cur int64) int64 {
+	if cur < prev {
+		return cur
+	}
+	return cur - prev
+}

@@ -1,0 +1,613 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// Defaults of the probes section, as documented on scenarios.Probes.
+const (
+	DefaultMetricPath     = "/metrics"
+	DefaultMetricName     = "go_gc_heap_live_bytes"
+	DefaultGCHookPath     = "/debug/gc"
+	DefaultGCHookEvery    = 5
+	DefaultInspectorHost  = "127.0.0.1"
+	DefaultInspectorPort  = 9229
+	DefaultInspectorEvery = 1
+
+	// DefaultMaxSampleTime caps how long one Sample may take.
+	DefaultMaxSampleTime = time.Second
+	// DefaultDatabaseDelay is how long after a window's end its database
+	// reading is taken (see Config.DatabaseDelay).
+	DefaultDatabaseDelay = 500 * time.Millisecond
+	// ReminderInterval is the least time between two log lines about the
+	// same failing probe.
+	ReminderInterval = 10 * time.Minute
+	// startTimeout bounds Start.
+	startTimeout = 5 * time.Second
+	// minSampleTime is the least time a Sample gives its probes.
+	minSampleTime = 50 * time.Millisecond
+)
+
+// ErrBadConfig is wrapped by every configuration error New returns; the
+// message is one line that names the setting.
+var ErrBadConfig = errors.New("bad probes config")
+
+// Probe names, as used in logs and Problems.
+const (
+	ProbeProcess   = "process"
+	ProbeMetric    = "heap.metric"
+	ProbeGCHook    = "heap.gc_hook"
+	ProbeInspector = "heap.inspector"
+	ProbeDatabase  = "database"
+)
+
+// Config says what to sample and where.
+type Config struct {
+	// Spec is the scenario's probes section; unset fields take the defaults
+	// documented on scenarios.Probes.
+	Spec scenarios.Probes
+	// TargetURL is the loopback base URL of the target (for the heap metric
+	// and the GC hook).
+	TargetURL string
+	// PID is the local target process: the process probe sums it and all its
+	// descendants. ContainerID is a docker target: the process probe reads
+	// its cgroup through the Docker API. With both, ContainerID wins.
+	PID         int
+	ContainerID string
+	// DatabaseURL is a PostgreSQL DSN reachable from this host, "" if none.
+	DatabaseURL string
+	// Window is the run's window length. A Sample gives its probes at most
+	// min(MaxSampleTime, Window/4); with Window 0 the sampled window's own
+	// length is used.
+	Window time.Duration
+	// MaxSampleTime: 0 means DefaultMaxSampleTime.
+	MaxSampleTime time.Duration
+	// DatabaseDelay: the database reading of a window is taken this long
+	// after the window's end (within the Sample's budget). PostgreSQL backends
+	// publish their statistics at most once a second (PGSTAT_MIN_INTERVAL,
+	// PostgreSQL 15+; the older statistics collector had a similar delay),
+	// so a reading at time t sees activity up to somewhere in [t-1s, t]:
+	// read at the window's end, every window's figures would be ~0.5 s late
+	// on average. 0 means DefaultDatabaseDelay; negative means no delay.
+	DatabaseDelay time.Duration
+	// Logger receives one line when a probe first fails (and at most one
+	// reminder per ReminderInterval); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Sampler takes the server-side readings of a run, window by window. Create
+// it with New, call Start when load starts and Sample when each window
+// closes (from one goroutine at a time), and Close at the end.
+type Sampler struct {
+	log           *slog.Logger
+	window        time.Duration
+	maxSample     time.Duration
+	databaseDelay time.Duration
+
+	proc    *ProcessTree
+	ctr     *ContainerStats
+	metric  *MetricScraper
+	hook    *GCHookClient
+	insp    *InspectorClient
+	pg      *PGStatsReader
+	sources []*source
+
+	hookEvery, inspEvery int
+
+	mu      sync.Mutex // serialises Start, Sample, Close and Problems
+	seq     int
+	cpuPrev ProcessReading
+	cpuSeq  int // seq of cpuPrev; -1 none
+	pgPrev  PGStats
+	pgSeq   int
+	closed  bool
+	wg      sync.WaitGroup // readings still running
+}
+
+// source is one probe's state.
+type source struct {
+	name string
+	read func(ctx context.Context, w *window.Window, dbReadAt time.Time) reading
+	due  func(w *window.Window) bool
+	busy atomic.Bool // a reading is running (maybe left over from a previous Sample)
+
+	// Failure bookkeeping, guarded by Sampler.mu.
+	failing       bool
+	failures      int
+	firstFail     time.Time
+	lastErr       string
+	lastLog       time.Time
+	everLogged    bool
+	episodeLogged bool
+}
+
+type reading struct {
+	proc ProcessReading
+	heap int64
+	pg   PGStats
+	err  error
+}
+
+// Problem describes a probe that is failing now.
+type Problem struct {
+	Probe    string    `json:"probe"`
+	Message  string    `json:"message"`
+	Failures int       `json:"failures"` // consecutive
+	Since    time.Time `json:"since"`
+}
+
+// New checks cfg and prepares the probes it enables. It returns only
+// configuration errors (wrapping ErrBadConfig); it contacts nothing.
+//
+// Which probes run: process when Spec.Process is true, or unset and the
+// target is a local process or a container; database when Spec.Database is
+// true, or unset and DatabaseURL is set; each heap source present in
+// Spec.Heap.
+func New(cfg Config) (*Sampler, error) {
+	s := &Sampler{
+		log:           cfg.Logger,
+		window:        cfg.Window,
+		maxSample:     cfg.MaxSampleTime,
+		databaseDelay: cfg.DatabaseDelay,
+		cpuSeq:        -1,
+		pgSeq:         -1,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxSample <= 0 {
+		s.maxSample = DefaultMaxSampleTime
+	}
+	if s.databaseDelay == 0 {
+		s.databaseDelay = DefaultDatabaseDelay
+	}
+	spec := cfg.Spec
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadConfig, fmt.Sprintf(format, args...))
+	}
+
+	// Process.
+	runsTarget := cfg.PID > 0 || cfg.ContainerID != ""
+	if spec.Process != nil && *spec.Process && !runsTarget {
+		return nil, bad("probes.process: the target is not a process longhaul runs (a bare url); remove process: true or let longhaul provision the target")
+	}
+	if (spec.Process == nil || *spec.Process) && runsTarget {
+		if cfg.ContainerID != "" {
+			c, err := NewContainerStats(cfg.ContainerID)
+			if err != nil {
+				return nil, bad("probes.process: %v", err)
+			}
+			s.ctr = c
+		} else {
+			p, err := NewProcessTree(cfg.PID)
+			if err != nil {
+				return nil, bad("probes.process: %v", err)
+			}
+			if _, err := ClockTicksPerSecond(); err != nil {
+				s.log.Warn("probes: clock ticks per second unknown", "err", err)
+			}
+			s.proc = p
+		}
+		s.add(ProbeProcess, s.readProcess, nil)
+	}
+
+	// Heap.
+	if h := spec.Heap; h != nil {
+		if h.Metric == nil && h.GCHook == nil && h.Inspector == nil {
+			return nil, bad("probes.heap: set at least one of metric, gc_hook, inspector")
+		}
+		var base *url.URL
+		if h.Metric != nil || h.GCHook != nil {
+			u, err := url.Parse(cfg.TargetURL)
+			if cfg.TargetURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, bad("probes.heap: the heap metric and gc_hook need the target's http URL, got %q", cfg.TargetURL)
+			}
+			base = u
+		}
+		if m := h.Metric; m != nil {
+			path := cmpOr(m.Path, DefaultMetricPath)
+			name := cmpOr(m.Name, DefaultMetricName)
+			if !strings.HasPrefix(path, "/") {
+				return nil, bad("probes.heap.metric.path %q: must start with /", path)
+			}
+			if !ValidMetricName(name) {
+				return nil, bad("probes.heap.metric.name %q: not a Prometheus metric name (letters, digits, _ and :, not starting with a digit)", name)
+			}
+			s.metric = NewMetricScraper(joinURL(base, path), name)
+			s.add(ProbeMetric, s.readMetric, nil)
+		}
+		if g := h.GCHook; g != nil {
+			path := cmpOr(g.Path, DefaultGCHookPath)
+			if !strings.HasPrefix(path, "/") {
+				return nil, bad("probes.heap.gc_hook.path %q: must start with /", path)
+			}
+			if g.Every < 0 {
+				return nil, bad("probes.heap.gc_hook.every %d: must be at least 1", g.Every)
+			}
+			s.hookEvery = cmpOr(g.Every, DefaultGCHookEvery)
+			s.hook = NewGCHookClient(joinURL(base, path))
+			s.add(ProbeGCHook, s.readGCHook, func(w *window.Window) bool { return everyN(w.Index, s.hookEvery) })
+		}
+		if in := h.Inspector; in != nil {
+			host := cmpOr(in.Host, DefaultInspectorHost)
+			port := cmpOr(in.Port, DefaultInspectorPort)
+			if port < 1 || port > 65535 {
+				return nil, bad("probes.heap.inspector.port %d: must be 1..65535", port)
+			}
+			if !isLoopback(host) {
+				// The inspector can run any code in the target: never reach
+				// for one off this host.
+				return nil, bad("probes.heap.inspector.host %q: must be a loopback address (127.0.0.1, ::1, localhost)", host)
+			}
+			if in.Every < 0 {
+				return nil, bad("probes.heap.inspector.every %d: must be at least 1", in.Every)
+			}
+			s.inspEvery = cmpOr(in.Every, DefaultInspectorEvery)
+			s.insp = NewInspectorClient(net.JoinHostPort(host, strconv.Itoa(port)))
+			s.add(ProbeInspector, s.readInspector, func(w *window.Window) bool { return everyN(w.Index, s.inspEvery) })
+		}
+	}
+
+	// Database.
+	if spec.Database != nil && *spec.Database && cfg.DatabaseURL == "" {
+		return nil, bad("probes.database: there is no database to sample; set environment.database.kind: postgres or remove database: true")
+	}
+	if (spec.Database == nil || *spec.Database) && cfg.DatabaseURL != "" {
+		r, err := NewPGStatsReader(cfg.DatabaseURL)
+		if err != nil {
+			return nil, bad("probes.database: %v", err)
+		}
+		s.pg = r
+		s.add(ProbeDatabase, s.readDatabase, nil)
+	}
+	return s, nil
+}
+
+func (s *Sampler) add(name string, read func(context.Context, *window.Window, time.Time) reading, due func(*window.Window) bool) {
+	s.sources = append(s.sources, &source{name: name, read: read, due: due})
+}
+
+// Probes lists the enabled probes by name (ProbeProcess, ...).
+func (s *Sampler) Probes() []string {
+	names := make([]string, len(s.sources))
+	for i, src := range s.sources {
+		names[i] = src.name
+	}
+	return names
+}
+
+// Start takes the baselines (CPU counter, database statistics) that the first
+// window's deltas are taken from, and checks that the heap metric and the
+// inspector answer. It takes at most a few seconds. Problems are logged
+// once and listed by Problems; none is fatal. Call it once, when load starts.
+func (s *Sampler) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	for _, src := range s.sources {
+		var err error
+		switch src.name {
+		case ProbeProcess:
+			var r reading
+			if r = s.readProcess(ctx, nil, time.Time{}); r.err == nil {
+				s.cpuPrev, s.cpuSeq = r.proc, s.seq
+			}
+			err = r.err
+		case ProbeDatabase:
+			var r reading
+			if r = s.readDatabase(ctx, nil, time.Time{}); r.err == nil {
+				s.pgPrev, s.pgSeq = r.pg, s.seq
+			}
+			err = r.err
+		case ProbeMetric:
+			err = s.readMetric(ctx, nil, time.Time{}).err
+		case ProbeInspector:
+			err = s.insp.Connect(ctx)
+		default:
+			continue // a GC hook is not forced before load starts
+		}
+		if err != nil {
+			s.failed(src, fmt.Errorf("at start: %w", err))
+		} else {
+			s.succeeded(src)
+		}
+	}
+}
+
+// Sample fills w.Probes for the window that just closed (w.Index, w.End and
+// w.Requests must be set). It never fails: a probe that errs or does not
+// answer within the Sample's budget (min(MaxSampleTime, window/4)) leaves
+// its fields nil and is logged as described on Config.Logger. Probes run
+// concurrently; a probe whose previous reading is still running is skipped.
+// Deltas (CPU, database) are only given when the previous window was read
+// too, so a reading never spans more than one window.
+func (s *Sampler) Sample(ctx context.Context, w *window.Window) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.seq++
+	seq := s.seq
+	start := time.Now()
+	budget := s.budget(w)
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+
+	var dbReadAt time.Time
+	if s.databaseDelay > 0 && !w.End.IsZero() {
+		dbReadAt = w.End.Add(s.databaseDelay)
+		if limit := start.Add(budget * 2 / 3); dbReadAt.After(limit) {
+			dbReadAt = limit
+		}
+	}
+
+	type result struct {
+		i int
+		r reading
+	}
+	results := make(chan result, len(s.sources))
+	got := make([]*reading, len(s.sources))
+	const notDue, skipped, running = 0, 1, 2
+	state := make([]uint8, len(s.sources))
+	launched := 0
+	for i, src := range s.sources {
+		if src.due != nil && !src.due(w) {
+			continue
+		}
+		if !src.busy.CompareAndSwap(false, true) {
+			state[i] = skipped
+			s.failed(src, errors.New("its previous reading is still running"))
+			continue
+		}
+		state[i] = running
+		launched++
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			r := src.read(ctx, w, dbReadAt)
+			src.busy.Store(false)
+			results <- result{i, r}
+		}()
+	}
+collect:
+	for launched > 0 {
+		select {
+		case res := <-results:
+			launched--
+			got[res.i] = &res.r
+		case <-ctx.Done():
+			break collect
+		}
+	}
+
+	var heap, forced *int64
+	for i, src := range s.sources {
+		r := got[i]
+		if state[i] == notDue {
+			continue
+		}
+		if r == nil {
+			if state[i] == running {
+				s.failed(src, fmt.Errorf("no answer within %v", budget))
+			}
+			s.invalidate(src)
+			continue
+		}
+		if r.err != nil {
+			s.failed(src, r.err)
+			s.invalidate(src)
+			continue
+		}
+		s.succeeded(src)
+		switch src.name {
+		case ProbeProcess:
+			rss := r.proc.RSSBytes
+			w.Probes.RSSBytes = &rss
+			if s.cpuSeq == seq-1 {
+				if d := r.proc.CPUSeconds - s.cpuPrev.CPUSeconds; d >= 0 {
+					w.Probes.CPUSeconds = &d
+					if w.Requests > 0 {
+						us := d * 1e6 / float64(w.Requests)
+						w.Probes.CPUMicrosPerRequest = &us
+					}
+				}
+			}
+			s.cpuPrev, s.cpuSeq = r.proc, seq
+		case ProbeDatabase:
+			if s.pgSeq == seq-1 {
+				w.Probes.Database = DatabaseDelta(s.pgPrev, r.pg, w.Requests)
+			}
+			s.pgPrev, s.pgSeq = r.pg, seq
+		case ProbeMetric:
+			heap = &r.heap
+		case ProbeGCHook, ProbeInspector:
+			if forced == nil {
+				forced = &r.heap
+			}
+		}
+	}
+	switch {
+	case forced != nil:
+		w.Probes.HeapBytes, w.Probes.HeapForcedGC = forced, true
+	case heap != nil:
+		w.Probes.HeapBytes = heap
+	}
+}
+
+// invalidate drops a probe's baseline, so the next delta is not taken
+// across a window that was not read.
+func (s *Sampler) invalidate(src *source) {
+	switch src.name {
+	case ProbeProcess:
+		s.cpuSeq = -1
+	case ProbeDatabase:
+		s.pgSeq = -1
+	}
+}
+
+func (s *Sampler) budget(w *window.Window) time.Duration {
+	b := s.maxSample
+	win := s.window
+	if win <= 0 {
+		win = w.Duration()
+	}
+	if win > 0 && win/4 < b {
+		b = win / 4
+	}
+	return max(b, minSampleTime)
+}
+
+func (s *Sampler) failed(src *source, err error) {
+	now := time.Now()
+	if !src.failing {
+		src.failing, src.firstFail, src.failures, src.episodeLogged = true, now, 0, false
+	}
+	src.failures++
+	src.lastErr = err.Error()
+	if !src.everLogged || now.Sub(src.lastLog) >= ReminderInterval {
+		msg := "probe failed; its readings stay empty until it recovers"
+		if src.everLogged {
+			msg = "probe still failing"
+		}
+		s.log.Warn(msg, "probe", src.name, "failures", src.failures, "since", src.firstFail.Format(time.RFC3339), "err", src.lastErr)
+		src.everLogged, src.episodeLogged, src.lastLog = true, true, now
+	}
+}
+
+func (s *Sampler) succeeded(src *source) {
+	if !src.failing {
+		return
+	}
+	if src.episodeLogged {
+		s.log.Info("probe recovered", "probe", src.name, "failures", src.failures)
+	}
+	src.failing, src.failures, src.lastErr = false, 0, ""
+}
+
+// Problems lists the probes failing now, by name.
+func (s *Sampler) Problems() []Problem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ps []Problem
+	for _, src := range s.sources {
+		if src.failing {
+			ps = append(ps, Problem{Probe: src.name, Message: src.lastErr, Failures: src.failures, Since: src.firstFail})
+		}
+	}
+	slices.SortFunc(ps, func(a, b Problem) int { return strings.Compare(a.Probe, b.Probe) })
+	return ps
+}
+
+// Close waits for readings still running (their deadlines have passed) and
+// releases connections. It is idempotent; Sample does nothing after it.
+func (s *Sampler) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
+	var errs []error
+	if s.ctr != nil {
+		errs = append(errs, s.ctr.Close())
+	}
+	if s.insp != nil {
+		errs = append(errs, s.insp.Close())
+	}
+	if s.pg != nil {
+		errs = append(errs, s.pg.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close probes: %w", err)
+	}
+	return nil
+}
+
+func (s *Sampler) readProcess(ctx context.Context, _ *window.Window, _ time.Time) reading {
+	var r reading
+	if s.ctr != nil {
+		r.proc, r.err = s.ctr.Read(ctx)
+	} else {
+		r.proc, r.err = s.proc.Read()
+	}
+	return r
+}
+
+func (s *Sampler) readMetric(ctx context.Context, _ *window.Window, _ time.Time) reading {
+	n, err := s.metric.Read(ctx)
+	return reading{heap: n, err: err}
+}
+
+func (s *Sampler) readGCHook(ctx context.Context, _ *window.Window, _ time.Time) reading {
+	n, err := s.hook.Collect(ctx)
+	return reading{heap: n, err: err}
+}
+
+func (s *Sampler) readInspector(ctx context.Context, _ *window.Window, _ time.Time) reading {
+	n, err := s.insp.HeapAfterGC(ctx)
+	return reading{heap: n, err: err}
+}
+
+func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Time) reading {
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return reading{err: fmt.Errorf("database probe: %w", ctx.Err())}
+		}
+	}
+	st, err := s.pg.Read(ctx)
+	return reading{pg: st, err: err}
+}
+
+// everyN reports whether window index i is a checkpoint of a probe run every
+// n windows: windows n-1, 2n-1, ... (the last window of each group of n).
+func everyN(i, n int) bool { return n <= 1 || (i+1)%n == 0 }
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func joinURL(base *url.URL, path string) string {
+	u := *base
+	p, q, _ := strings.Cut(path, "?")
+	u.Path = strings.TrimSuffix(u.Path, "/") + p
+	u.RawPath = ""
+	u.RawQuery = q
+	return u.String()
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

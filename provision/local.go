@@ -1,0 +1,405 @@
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
+)
+
+// Local runs targets (and private PostgreSQL clusters) as processes on this
+// host. It is safe for concurrent use; its methods need nothing but the
+// Environment, so another Local (another worker process) can Check or tear
+// down what this one provisioned.
+type Local struct {
+	opts Options
+	wg   sync.WaitGroup // reapers of children started by this Local
+}
+
+var (
+	_ Provisioner = (*Local)(nil)
+	_ Sweeper     = (*Local)(nil)
+)
+
+// NewLocal returns the local provider.
+func NewLocal(opts Options) *Local {
+	return &Local{opts: opts.withDefaults()}
+}
+
+// stateFile is the Environment as JSON in the environment's state directory.
+const stateFile = "environment.json"
+
+func (l *Local) stateRoot() string { return filepath.Join(l.opts.DataDir, "provision") }
+
+// Provision builds and starts the target (and a private PostgreSQL when
+// database.kind is postgres), and waits until target.health answers 2xx.
+// Leftovers of an earlier attempt at the same incarnation are removed first.
+// On error everything created is removed again; the partial Environment is
+// returned with the error.
+func (l *Local) Provision(ctx context.Context, req Request) (env Environment, err error) {
+	spec := req.Spec
+	t := spec.Target
+	if len(t.Command) == 0 {
+		return Environment{}, fmt.Errorf("%w: the local provider needs target.command (the argv of the target process)", ErrInvalidSpec)
+	}
+	kind := dbKind(spec.Database)
+	if kind != "" && kind != "postgres" {
+		return Environment{}, fmt.Errorf("%w: database.kind %q: want none or postgres", ErrInvalidSpec, spec.Database.Kind)
+	}
+	env = Environment{
+		ID:          EnvironmentID(req.RunID, req.Incarnation),
+		RunID:       req.RunID,
+		Incarnation: req.Incarnation,
+		Provider:    "local",
+		Host:        l.opts.Hostname,
+		CreatedAt:   time.Now().UTC(),
+	}
+	log := l.opts.Logger.With("env", env.ID)
+	envDir := filepath.Join(l.stateRoot(), env.ID)
+	if prev, err := readState(envDir); err == nil {
+		log.Info("removing leftovers of an earlier attempt")
+		if err := l.Teardown(ctx, prev); err != nil {
+			return env, fmt.Errorf("remove leftovers of %s: %w", env.ID, err)
+		}
+	}
+	_ = os.RemoveAll(envDir) // a directory without state: an attempt that died early
+	if err := os.MkdirAll(envDir, 0o755); err != nil {
+		return env, fmt.Errorf("create state directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(envDir, dirMarkerFile), []byte(env.ID+"\n"), 0o644); err != nil {
+		return env, fmt.Errorf("create state directory: %w", err)
+	}
+	env.Target.DataDir = envDir
+	if err := writeState(envDir, env); err != nil {
+		return env, err
+	}
+	defer func() {
+		if err != nil {
+			// A fresh context: ctx may be what failed (cancelled, deadline).
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.StopGrace+30*time.Second)
+			defer cancel()
+			if terr := l.Teardown(tctx, env); terr != nil {
+				log.Warn("cleanup after failed provision", "err", terr)
+			}
+		}
+	}()
+
+	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation}
+	if kind == "postgres" {
+		db, err := l.startPostgres(ctx, env.ID, envDir, spec.Database, func(p Process) {
+			env.Database = &DatabaseEndpoint{Kind: "postgres", Process: p}
+			_ = writeState(envDir, env)
+		})
+		if err != nil {
+			return env, err
+		}
+		env.Database = &db.endpoint
+		if err := writeState(envDir, env); err != nil {
+			return env, err
+		}
+		data.Database = &db.template
+	}
+
+	if b := t.Build; b != nil && b.Command != "" {
+		dir := b.Dir
+		if dir == "" {
+			dir = t.Dir
+		}
+		if err := runBuild(ctx, b.Command, dir, filepath.Join(envDir, "build.log"), log); err != nil {
+			return env, err
+		}
+	}
+
+	port := t.Port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return env, fmt.Errorf("pick a free port: %w", err)
+		}
+	}
+	data.Port = port
+	lookup := req.LookupEnv
+	vars, err := renderEnv(t.Env, req.ExtraEnv, port, data, lookup)
+	if err != nil {
+		return env, err
+	}
+	argv, err := renderArgs(t.Command, data, lookup)
+	if err != nil {
+		return env, err
+	}
+	env.TargetURL = "http://127.0.0.1:" + strconv.Itoa(port)
+
+	logPath := filepath.Join(envDir, "target.log")
+	exited, err := l.start(argv, t.Dir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
+		env.Target.PID = pid
+		_ = writeState(envDir, env)
+	})
+	if err != nil {
+		return env, fmt.Errorf("start target %q: %w", argv[0], err)
+	}
+	log.Info("target started", "pid", env.Target.PID, "url", env.TargetURL)
+
+	timeout := t.HealthTimeout.D()
+	if timeout <= 0 {
+		timeout = DefaultHealthTimeout
+	}
+	if err := waitReady(ctx, env.TargetURL, t.Health, timeout, exited); err != nil {
+		return env, fmt.Errorf("target %s: %s", env.TargetURL, withTail(err.Error(), "its log", lastLines(logPath, 20)))
+	}
+	log.Info("target ready", "url", env.TargetURL)
+	return env, writeState(envDir, env)
+}
+
+// start runs argv in its own process group with stdout and stderr appended
+// to logPath, and returns a channel closed when it exits. onStart receives
+// the PID before start returns, so state is written before any wait.
+func (l *Local) start(argv []string, dir string, vars []string, marker, logPath string, cred *syscall.Credential, onStart func(pid int)) (<-chan struct{}, error) {
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the child has its own copy
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), vars...), markerEnv+"="+marker)
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group: a terminal's Ctrl-C and the worker's death do
+	// not reach it, and teardown can signal it with its children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	onStart(cmd.Process.Pid)
+	exited := make(chan struct{})
+	l.wg.Add(1)
+	go func() { // reap it, whenever it ends
+		defer l.wg.Done()
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return exited, nil
+}
+
+// Teardown stops the target's process group and every process carrying the
+// environment's marker (SIGTERM, then SIGKILL after StopGrace), stops the
+// private PostgreSQL (fast shutdown), and removes their directories. It is
+// idempotent and works from the Environment alone.
+func (l *Local) Teardown(ctx context.Context, env Environment) error {
+	if env.ID == "" {
+		return nil
+	}
+	var errs []error
+	if err := stopProcesses(ctx, env.Target.PID, markerFor(env.ID, ""), syscall.SIGTERM, l.opts.StopGrace); err != nil {
+		errs = append(errs, fmt.Errorf("stop target: %w", err))
+	}
+	if db := env.Database; db != nil {
+		if err := stopProcesses(ctx, db.Process.PID, markerFor(env.ID, "postgres"), syscall.SIGINT, l.opts.StopGrace); err != nil {
+			errs = append(errs, fmt.Errorf("stop postgres: %w", err))
+		} else if err := removeOwnedDir(db.Process.DataDir, env.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove postgres data: %w", err))
+		}
+	}
+	if len(errs) == 0 {
+		if err := removeOwnedDir(env.Target.DataDir, env.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove state directory: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tear down %s: %w", env.ID, err)
+	}
+	l.opts.Logger.Info("environment removed", "env", env.ID)
+	return nil
+}
+
+// Check reports whether the target process is alive and accepts connections,
+// and the database process is alive.
+func (l *Local) Check(ctx context.Context, env Environment) error {
+	if !alive(env.Target.PID) || !hasMarker(env.Target.PID, markerFor(env.ID, "")) {
+		return fmt.Errorf("%w: target process %d of %s is not running", ErrGone, env.Target.PID, env.ID)
+	}
+	if db := env.Database; db != nil && db.Process.PID > 0 {
+		if !alive(db.Process.PID) || !hasMarker(db.Process.PID, markerFor(env.ID, "postgres")) {
+			return fmt.Errorf("%w: postgres process %d of %s is not running", ErrGone, db.Process.PID, env.ID)
+		}
+	}
+	if err := dialURL(ctx, env.TargetURL); err != nil {
+		return fmt.Errorf("%w: target %s: %v", ErrGone, env.TargetURL, err)
+	}
+	return nil
+}
+
+// Sweep tears down every environment in the state directory whose run is not
+// running, and returns their ids.
+func (l *Local) Sweep(ctx context.Context, isRunning func(runID string) bool) ([]string, error) {
+	entries, err := os.ReadDir(l.stateRoot())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sweep local environments: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(l.stateRoot(), e.Name())
+		env, err := readState(dir)
+		if err != nil {
+			l.opts.Logger.Warn("sweep: unreadable state; left alone", "dir", dir, "err", err)
+			continue
+		}
+		if isRunning(env.RunID) {
+			continue
+		}
+		if err := l.Teardown(ctx, env); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, "local environment "+env.ID+" (run "+env.RunID+")")
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Wait waits until every process started by this Local has exited and been
+// reaped. Tests use it; a worker does not need to.
+func (l *Local) Wait() { l.wg.Wait() }
+
+func readState(dir string) (Environment, error) {
+	var env Environment
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return env, err
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return env, fmt.Errorf("read %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return env, nil
+}
+
+// writeState replaces the state file atomically.
+func writeState(dir string, env Environment) error {
+	b, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write environment state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("write environment state: %w", err)
+	}
+	return nil
+}
+
+// runBuild runs command with sh -c in dir, its output in logPath; on failure
+// the error carries the last 20 lines.
+func runBuild(ctx context.Context, command, dir, logPath string, log interface{ Info(string, ...any) }) error {
+	out, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("build target: %w", err)
+	}
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	start := time.Now()
+	log.Info("building target", "command", command, "dir", dir)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%w: target.build.command %q in %q: %s", ErrBuild, command, dir,
+			withTail(oneLine(err), "its output", lastLines(logPath, 20)))
+	}
+	log.Info("target built", "seconds", time.Since(start).Seconds())
+	return nil
+}
+
+// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls baseURL+health until it answers 2xx (or, without a health
+// path, until the port accepts connections), the timeout passes, ctx ends, or
+// exited closes.
+func waitReady(ctx context.Context, baseURL, health string, timeout time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	interval := 20 * time.Millisecond
+	var last error
+	for {
+		if last = probeOnce(ctx, baseURL, health); last == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: the process exited before it was ready", ErrNotReady)
+		case <-ctx.Done():
+			what := "accepting connections"
+			if health != "" {
+				what = "answering 2xx on " + health
+			}
+			return fmt.Errorf("%w: not %s after %s (last: %v)", ErrNotReady, what, timeout, oneLine(last))
+		case <-time.After(interval):
+		}
+		if interval < 500*time.Millisecond {
+			interval = interval * 3 / 2
+		}
+	}
+}
+
+var probeClient = &http.Client{
+	Timeout: 5 * time.Second,
+	// Readiness must not follow a redirect to somewhere that is not the target.
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// probeOnce GETs baseURL+health and wants 2xx; without health it connects.
+func probeOnce(ctx context.Context, baseURL, health string) error {
+	if health == "" {
+		return dialURL(ctx, baseURL)
+	}
+	if !strings.HasPrefix(health, "/") {
+		health = "/" + health
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+health, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("GET %s: %s", health, resp.Status)
+	}
+	return nil
+}
+
+func dbKind(db scenarios.Database) string {
+	k := strings.ToLower(strings.TrimSpace(db.Kind))
+	if k == "none" {
+		return ""
+	}
+	return k
+}

@@ -1,0 +1,223 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
+)
+
+// localDB is a started private PostgreSQL cluster.
+type localDB struct {
+	endpoint DatabaseEndpoint
+	template templateDB
+}
+
+// PostgresBinDir returns the newest /usr/lib/postgresql/<version>/bin that
+// holds initdb and postgres.
+func PostgresBinDir() (string, error) {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	type cand struct {
+		dir string
+		ver float64
+	}
+	var cs []cand
+	for _, m := range matches {
+		dir := filepath.Dir(m)
+		v, err := strconv.ParseFloat(filepath.Base(filepath.Dir(dir)), 64)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
+			cs = append(cs, cand{dir, v})
+		}
+	}
+	if len(cs) == 0 {
+		return "", fmt.Errorf("%w: database.kind postgres needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin/initdb): install postgresql, or use provider: docker", ErrInvalidSpec)
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].ver > cs[j].ver })
+	return cs[0].dir, nil
+}
+
+// postgresCredential returns who runs the cluster: this process's user, or,
+// as root (which PostgreSQL refuses), the postgres user.
+func postgresCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("%w: running as root, a local PostgreSQL needs the postgres user (PostgreSQL refuses to run as root): %v", ErrInvalidSpec, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// startPostgres creates a cluster in a new temp dir, starts it on a free
+// loopback port (no Unix socket), creates the role and database, and returns
+// the endpoint. onStart records the process as soon as it exists.
+func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec scenarios.Database, onStart func(Process)) (localDB, error) {
+	log := l.opts.Logger.With("env", envID)
+	bin := l.opts.PostgresBinDir
+	if bin == "" {
+		var err error
+		if bin, err = PostgresBinDir(); err != nil {
+			return localDB{}, err
+		}
+	}
+	cred, err := postgresCredential()
+	if err != nil {
+		return localDB{}, err
+	}
+	dir, err := os.MkdirTemp(l.opts.TempDir, "longhaul-pg-")
+	if err != nil {
+		return localDB{}, fmt.Errorf("start postgres: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, dirMarkerFile), []byte(envID+"\n"), 0o644); err != nil {
+		return localDB{}, fmt.Errorf("start postgres: %w", err)
+	}
+	proc := Process{DataDir: dir}
+	onStart(proc) // the directory is recorded before anything can fail
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return localDB{}, fmt.Errorf("start postgres: %w", err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	logPath := filepath.Join(envDir, "postgres.log")
+
+	start := time.Now()
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
+	initdb.Dir = dir
+	var out tailBuffer
+	out.n = 20
+	initdb.Stdout, initdb.Stderr = &out, &out
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if err := initdb.Run(); err != nil {
+		return localDB{}, fmt.Errorf("start postgres: initdb: %s", withTail(oneLine(err), "its output", out.String()))
+	}
+
+	name, usr, pw := dbNames(spec)
+	var port int
+	for attempt := 1; ; attempt++ {
+		if port, err = freePort(); err != nil {
+			return localDB{}, fmt.Errorf("start postgres: pick a port: %w", err)
+		}
+		argv := []string{filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="}
+		exited, err := l.start(argv, dir, []string{"LC_ALL=C"}, markerFor(envID, "postgres"), logPath, cred, func(pid int) {
+			proc.PID = pid
+			onStart(proc)
+		})
+		if err != nil {
+			return localDB{}, fmt.Errorf("start postgres: %w", err)
+		}
+		err = waitPostgres(ctx, port, DefaultHealthTimeout, exited)
+		if err == nil {
+			break
+		}
+		tail := lastLines(logPath, 20)
+		// The free port may have been taken between the pick and the bind.
+		if attempt < 3 && strings.Contains(tail, "could not create any TCP/IP sockets") {
+			log.Info("postgres port taken; retrying", "port", port)
+			continue
+		}
+		return localDB{}, fmt.Errorf("start postgres: %s", withTail(err.Error(), "its log", tail))
+	}
+
+	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return localDB{}, fmt.Errorf("start postgres: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	stmts := []string{}
+	if usr != "postgres" {
+		stmts = append(stmts, "CREATE ROLE "+pgx.Identifier{usr}.Sanitize()+" LOGIN PASSWORD "+quoteLiteral(pw))
+	} else {
+		stmts = append(stmts, "ALTER ROLE postgres PASSWORD "+quoteLiteral(pw))
+	}
+	if name != "postgres" {
+		stmts = append(stmts, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" OWNER "+pgx.Identifier{usr}.Sanitize())
+	}
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return localDB{}, fmt.Errorf("start postgres: create role and database: %w", err)
+		}
+	}
+	dsn := postgresURL(usr, pw, "127.0.0.1", port, name)
+	log.Info("postgres ready", "port", port, "seconds", time.Since(start).Seconds())
+	return localDB{
+		endpoint: DatabaseEndpoint{Kind: "postgres", URL: dsn, TargetURL: dsn, Process: proc},
+		template: templateDB{URL: dsn, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
+	}, nil
+}
+
+// waitPostgres waits until the server accepts a connection that completes
+// the startup handshake (a TCP connect alone succeeds too early).
+func waitPostgres(ctx context.Context, port int, timeout time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
+	var last error
+	for {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			conn.Close(ctx)
+			return nil
+		}
+		last = err
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: postgres exited before it was ready", ErrNotReady)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: postgres not accepting connections after %s (last: %s)", ErrNotReady, timeout, oneLine(last))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// dbNames returns the database name, user and password with defaults.
+func dbNames(spec scenarios.Database) (name, usr, pw string) {
+	name, usr, pw = spec.Name, spec.User, spec.Password
+	if name == "" {
+		name = "longhaul"
+	}
+	if usr == "" {
+		usr = "longhaul"
+	}
+	if pw == "" {
+		pw = "longhaul"
+	}
+	return name, usr, pw
+}
+
+func postgresURL(usr, pw, host string, port int, name string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(usr, pw),
+		Host:     net.JoinHostPort(host, strconv.Itoa(port)),
+		Path:     "/" + name,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

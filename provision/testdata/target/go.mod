@@ -1,0 +1,3 @@
+module longhaul.test/target
+
+go 1.22

@@ -1,0 +1,516 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/textproto"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// validator checks a decoded scenario, fills in defaults, and reports every
+// problem with the line of the value it concerns.
+type validator struct {
+	el  *errorList
+	loc locator
+	s   *Scenario
+
+	varUses, poolUses []ref
+	capVars, capPools map[string]bool
+}
+
+// ref is a use of a variable or pool in a template.
+type ref struct {
+	name string
+	path []any
+}
+
+func (v *validator) errf(path []any, format string, args ...any) {
+	line, col := v.loc.at(path...)
+	v.el.addf(line, col, format, args...)
+}
+
+// has reports whether the key at path is written in the file.
+func (v *validator) has(path ...any) bool {
+	if len(path) == 0 {
+		return true
+	}
+	parent := v.loc.root
+	for _, p := range path[:len(path)-1] {
+		if parent = child(parent, p); parent == nil {
+			return false
+		}
+	}
+	k, ok := path[len(path)-1].(string)
+	return ok && mapKey(parent, k, 0) != nil
+}
+
+func p(elems ...any) []any { return elems }
+
+// join appends elems to a copy of base.
+func join(base []any, elems ...any) []any {
+	return append(slices.Clip(base), elems...)
+}
+
+func (v *validator) validate() {
+	s := v.s
+	v.capVars, v.capPools = map[string]bool{}, map[string]bool{}
+	if strings.TrimSpace(s.Name) == "" {
+		v.errf(p("name"), "name is required (name: my-scenario)")
+	}
+	v.validateLoad()
+	for i := range s.Setup {
+		st := &s.Setup[i]
+		if st.Name == "" {
+			st.Name = fmt.Sprintf("setup-%d", i+1)
+		}
+		v.validateStep(p("setup", i), st)
+	}
+	if len(s.Ops) == 0 {
+		v.errf(p("ops"), "at least one op is required (ops: - name: ..., weight: 1, request: {path: /})")
+	}
+	names := map[string]int{}
+	for i := range s.Ops {
+		op := &s.Ops[i]
+		base := p("ops", i)
+		if strings.TrimSpace(op.Name) == "" {
+			v.errf(join(base, "name"), "op %d has no name", i+1)
+		} else if first, dup := names[op.Name]; dup {
+			v.errf(join(base, "name"), "op name %q is used twice (first by op %d)", op.Name, first+1)
+		} else {
+			names[op.Name] = i
+		}
+		switch {
+		case op.Weight == 0 && !v.has(join(base, "weight")...):
+			op.Weight = 1
+		case op.Weight < 1:
+			v.errf(join(base, "weight"), "op %q: weight must be ≥ 1, got %d", op.Name, op.Weight)
+		}
+		v.validateStep(base, &op.Step)
+	}
+	for _, u := range v.varUses {
+		if !v.capVars[u.name] {
+			v.errf(u.path, "variable %s is never captured (add capture: [{json: FIELD, var: %s}] to a setup step or op)", u.name, u.name)
+		}
+	}
+	for _, u := range v.poolUses {
+		if !v.capPools[u.name] {
+			v.errf(u.path, "pool %q is never filled (add capture: [{json: FIELD, pool: %s}] to an op)", u.name, u.name)
+		}
+	}
+	v.validateEnvironment()
+	v.validateProbes()
+}
+
+func (v *validator) validateLoad() {
+	l := &v.s.Load
+	lp := func(k ...any) []any { return join(p("load"), k...) }
+	if l.VUs < 0 {
+		v.errf(lp("vus"), "vus must be ≥ 1, got %d", l.VUs)
+	}
+	if l.Rate < 0 || math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) {
+		v.errf(lp("rate"), "rate must be a positive number of iterations per second, got %v", l.Rate)
+	}
+	if l.MaxVUs < 0 {
+		v.errf(lp("max_vus"), "max_vus must be ≥ 1, got %d", l.MaxVUs)
+	}
+	if l.VUs > 0 && (l.Rate > 0 || l.MaxVUs > 0) {
+		v.errf(lp("vus"), "vus (closed model) and rate/max_vus (open model) exclude each other; keep one")
+	}
+	if l.MaxVUs > 0 && l.Rate == 0 && len(l.Stages) == 0 {
+		v.errf(lp("max_vus"), "max_vus needs rate (iterations per second) or stages: the open model")
+	}
+	open := l.Open()
+	var staged time.Duration
+	for i, st := range l.Stages {
+		sp := lp("stages", i)
+		if st.Duration <= 0 {
+			v.errf(join(sp, "duration"), "stage %d: duration must be > 0", i+1)
+		}
+		staged += st.Duration.D()
+		switch {
+		case st.Target < 0 || math.IsNaN(st.Target) || math.IsInf(st.Target, 0):
+			v.errf(join(sp, "target"), "stage %d: target must be ≥ 0, got %v", i+1, st.Target)
+		case !open && st.Target != math.Trunc(st.Target):
+			v.errf(join(sp, "target"), "stage %d: target is a number of VUs (closed model), got %v", i+1, st.Target)
+		}
+	}
+	if open {
+		if l.MaxVUs == 0 {
+			l.MaxVUs = DefaultMaxVUs
+		}
+	} else if l.VUs == 0 && len(l.Stages) == 0 {
+		l.VUs = DefaultVUs
+	}
+
+	if v.has("load", "duration") && l.Duration <= 0 {
+		v.errf(lp("duration"), "duration must be > 0, got %s", l.Duration)
+	} else if l.Duration == 0 {
+		l.Duration = DefaultDuration
+		if staged > 0 {
+			l.Duration = Duration(staged)
+		}
+	}
+	if staged > l.Duration.D() && l.Duration > 0 {
+		v.errf(lp("stages"), "stages last %s, longer than duration %s", staged, l.Duration)
+	}
+	if v.has("load", "window") && l.Window <= 0 {
+		v.errf(lp("window"), "window must be > 0, got %s", l.Window)
+	} else if l.Window == 0 {
+		l.Window = min(DefaultWindow, l.Duration)
+	}
+	if l.Window > l.Duration && l.Duration > 0 {
+		v.errf(lp("window"), "window %s is longer than duration %s", l.Window, l.Duration)
+	}
+	if l.Warmup < 0 {
+		v.errf(lp("warmup"), "warmup must be ≥ 0, got %s", l.Warmup)
+	} else if l.Warmup >= l.Duration && l.Duration > 0 {
+		v.errf(lp("warmup"), "warmup %s must be shorter than duration %s", l.Warmup, l.Duration)
+	}
+	if v.has("load", "timeout") && l.Timeout <= 0 {
+		v.errf(lp("timeout"), "timeout must be > 0, got %s", l.Timeout)
+	} else if l.Timeout == 0 {
+		l.Timeout = DefaultTimeout
+	}
+}
+
+var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// headersSetByDriver are headers a scenario may not set.
+var headersSetByDriver = []string{"Content-Length", "Transfer-Encoding", "Connection", "Host"}
+
+func (v *validator) validateStep(base []any, st *Step) {
+	label := fmt.Sprintf("op %q", st.Name)
+	if base[0] == "setup" {
+		label = fmt.Sprintf("setup step %q", st.Name)
+	}
+	r := &st.Request
+	rp := join(base, "request")
+	if !v.has(join(base, "request")...) {
+		v.errf(base, "%s: request is required (request: {method: GET, path: /items})", label)
+	}
+	if r.Method == "" {
+		r.Method = "GET"
+	} else if m := strings.ToUpper(r.Method); slices.Contains(methods, m) {
+		r.Method = m
+	} else {
+		v.errf(join(rp, "method"), "%s: method %q is not one of %s", label, r.Method, strings.Join(methods, ", "))
+	}
+	switch {
+	case r.Path == "":
+		if v.has(rp...) {
+			v.errf(rp, "%s: request.path is required (path: /items)", label)
+		}
+	case !strings.HasPrefix(r.Path, "/"):
+		v.errf(join(rp, "path"), "%s: path must start with \"/\" (the target's URL is given separately), got %q", label, r.Path)
+	default:
+		for _, pt := range v.template(join(rp, "path"), r.Path) {
+			if pt.kind == partLit && strings.ContainsAny(pt.text, " \t\r\n#") {
+				v.errf(join(rp, "path"), "%s: path must not contain spaces or \"#\" (a value inserted by a template is escaped)", label)
+				break
+			}
+		}
+	}
+	for _, k := range sortedKeys(r.Query) {
+		if k == "" {
+			v.errf(join(rp, "query"), "%s: query has an empty key", label)
+		}
+		v.template(join(rp, "query", k), r.Query[k])
+	}
+	for _, k := range sortedKeys(r.Headers) {
+		hp := join(rp, "headers", k)
+		switch {
+		case !validHeaderKey(k):
+			v.errf(hp, "%s: %q is not a valid header name", label, k)
+		case slices.Contains(headersSetByDriver, textproto.CanonicalMIMEHeaderKey(k)):
+			v.errf(hp, "%s: header %s is set by the driver", label, k)
+		}
+		v.template(hp, r.Headers[k])
+	}
+	if r.JSON != nil && r.Body != "" {
+		v.errf(join(rp, "body"), "%s: request has both json and body; keep one", label)
+	}
+	if r.Body != "" {
+		v.template(join(rp, "body"), r.Body)
+	}
+	if r.JSON != nil {
+		v.jsonValue(join(rp, "json"), r.JSON, 0)
+	}
+	for i, c := range st.Capture {
+		cp := join(base, "capture", i)
+		switch {
+		case c.JSON == "":
+			v.errf(cp, "%s: capture %d needs json: the dotted path of a response field (e.g. data.token)", label, i+1)
+		case slices.Contains(strings.Split(c.JSON, "."), ""):
+			v.errf(join(cp, "json"), "%s: capture json %q has an empty path element", label, c.JSON)
+		}
+		switch {
+		case c.Var == "" && c.Pool == "":
+			v.errf(cp, "%s: capture %d needs var (a VU variable) or pool (a shared pool)", label, i+1)
+		case c.Var != "" && c.Pool != "":
+			v.errf(join(cp, "pool"), "%s: capture %d has both var and pool; keep one", label, i+1)
+		case c.Var != "":
+			if !identRE.MatchString(c.Var) {
+				v.errf(join(cp, "var"), "%s: %q is not a variable name (letters, digits, _)", label, c.Var)
+			}
+			v.capVars[c.Var] = true
+		default:
+			v.capPools[c.Pool] = true
+		}
+		if c.Each && c.Pool == "" {
+			v.errf(join(cp, "each"), "%s: capture each: true adds every array element to a pool; it needs pool", label)
+		}
+	}
+	for i, code := range st.Expect.Status {
+		if code < 100 || code > 599 {
+			v.errf(join(base, "expect", "status", i), "%s: expect status %d is not an HTTP status (100..599)", label, code)
+		}
+	}
+	switch {
+	case st.Think.Min < 0 || st.Think.Max < 0:
+		v.errf(join(base, "think"), "%s: think must be ≥ 0", label)
+	case st.Think.Max < st.Think.Min:
+		v.errf(join(base, "think"), "%s: think min %s is greater than max %s", label, st.Think.Min, st.Think.Max)
+	}
+}
+
+// template checks the syntax of a template string and records its variable
+// and pool uses.
+func (v *validator) template(path []any, s string) []part {
+	parts, err := parseTemplate(s)
+	if err != nil {
+		v.errf(path, "%v", err)
+		return nil
+	}
+	for _, pt := range parts {
+		switch pt.kind {
+		case partVar:
+			v.varUses = append(v.varUses, ref{pt.text, path})
+		case partPick, partTake:
+			v.poolUses = append(v.poolUses, ref{pt.text, path})
+		}
+	}
+	return parts
+}
+
+// jsonValue checks a request's json value: objects with string keys, finite
+// numbers, templated strings.
+func (v *validator) jsonValue(path []any, x any, depth int) {
+	if depth > MaxDepth {
+		v.errf(path, "json nested deeper than %d levels", MaxDepth)
+		return
+	}
+	switch x := x.(type) {
+	case string:
+		v.template(path, x)
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			v.jsonValue(join(path, k), x[k], depth+1)
+		}
+	case map[any]any:
+		v.errf(path, "json object keys must be strings")
+	case []any:
+		for i, e := range x {
+			v.jsonValue(join(path, i), e, depth+1)
+		}
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			v.errf(path, "json cannot hold %v", x)
+		}
+	case nil, bool, int, int64, uint64, float32:
+	default:
+		v.errf(path, "json cannot hold a %T", x)
+	}
+}
+
+func validHeaderKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var (
+	memoryRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?\s*([kKmMgGtT]i?[bB]?|[bB])?$`)
+	metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	envNameRE    = identRE
+)
+
+var providers = []string{"", "local", "docker", "auto"}
+
+func (v *validator) validateEnvironment() {
+	e := &v.s.Environment
+	t := &e.Target
+	ep := func(k ...any) []any { return join(p("environment"), k...) }
+	tp := func(k ...any) []any { return join(ep("target"), k...) }
+	if !slices.Contains(providers, e.Provider) {
+		v.errf(ep("provider"), "provider %q is not one of local, docker, auto", e.Provider)
+	}
+	provisioned := t.Image != "" || t.Build != nil || len(t.Command) > 0
+	if t.URL != "" {
+		if err := checkLoopbackURL(t.URL); err != nil {
+			v.errf(tp("url"), "target.url: %v", err)
+		}
+		if provisioned {
+			v.errf(tp("url"), "target.url is an already running target; it excludes image, build and command")
+		}
+	}
+	docker := t.Image != "" || (t.Build != nil && t.Build.Repo != "")
+	local := len(t.Command) > 0
+	switch e.Provider {
+	case "":
+		if provisioned {
+			v.errf(ep(), "environment.provider is required to build or run the target: local, docker or auto")
+		}
+	case "docker":
+		if !docker {
+			v.errf(ep("target"), "the docker provider needs target.image or target.build.repo")
+		}
+	case "local":
+		if !local {
+			v.errf(ep("target"), "the local provider needs target.command (the argv of the target process)")
+		}
+	case "auto":
+		if !docker && !local {
+			v.errf(ep("target"), "the auto provider needs target.image or target.build.repo (docker) and/or target.command (local)")
+		}
+	}
+	if t.Port < 0 || t.Port > 65535 {
+		v.errf(tp("port"), "target.port must be within 0..65535, got %d", t.Port)
+	}
+	if t.Health != "" && !strings.HasPrefix(t.Health, "/") {
+		v.errf(tp("health"), "target.health is a path and must start with \"/\", got %q", t.Health)
+	}
+	if t.HealthTimeout < 0 {
+		v.errf(tp("health_timeout"), "target.health_timeout must be ≥ 0")
+	}
+	for _, k := range sortedKeys(t.Env) {
+		if !envNameRE.MatchString(k) {
+			v.errf(tp("env", k), "target.env: %q is not an environment variable name", k)
+		}
+	}
+	if m := t.Resources.Memory; m != "" && !memoryRE.MatchString(m) {
+		v.errf(tp("resources", "memory"), "resources.memory %q is not a size (e.g. 512m, 1g)", m)
+	}
+	if t.Resources.CPUs < 0 {
+		v.errf(tp("resources", "cpus"), "resources.cpus must be ≥ 0")
+	}
+	if t.Resources.PIDs < 0 {
+		v.errf(tp("resources", "pids"), "resources.pids must be ≥ 0")
+	}
+	switch e.Database.Kind {
+	case "", "none":
+	case "postgres":
+		if e.Provider == "" {
+			v.errf(ep("database", "kind"), "database.kind postgres needs a provider (local, docker or auto) to run it")
+		}
+	default:
+		v.errf(ep("database", "kind"), "database.kind %q is not one of none, postgres", e.Database.Kind)
+	}
+}
+
+// checkLoopbackURL accepts http(s) URLs whose host is a loopback address:
+// longhaul only ever sends load to the machine it runs on.
+func checkLoopbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", raw)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q must be an http:// or https:// URL", raw)
+	}
+	if !IsLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("host %q is not a loopback address (127.0.0.1, ::1, localhost): longhaul only sends load to this machine", u.Hostname())
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host (no port) is "localhost" or an IP
+// address in 127.0.0.0/8 or ::1.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Defaults of the heap probe sources.
+const (
+	DefaultHeapMetricPath = "/metrics"
+	DefaultHeapMetricName = "go_gc_heap_live_bytes"
+	DefaultGCHookPath     = "/debug/gc"
+	DefaultGCHookEvery    = 5
+	DefaultInspectorHost  = "127.0.0.1"
+	DefaultInspectorPort  = 9229
+)
+
+func (v *validator) validateProbes() {
+	h := v.s.Probes.Heap
+	if h == nil {
+		return
+	}
+	hp := func(k ...any) []any { return join(p("probes", "heap"), k...) }
+	if h.Metric == nil && h.GCHook == nil && h.Inspector == nil {
+		v.errf(hp(), "probes.heap needs at least one of metric, gc_hook, inspector")
+	}
+	if m := h.Metric; m != nil {
+		if m.Path == "" {
+			m.Path = DefaultHeapMetricPath
+		} else if !strings.HasPrefix(m.Path, "/") {
+			v.errf(hp("metric", "path"), "heap.metric.path must start with \"/\", got %q", m.Path)
+		}
+		if m.Name == "" {
+			m.Name = DefaultHeapMetricName
+		} else if !metricNameRE.MatchString(m.Name) {
+			v.errf(hp("metric", "name"), "heap.metric.name %q is not a Prometheus metric name", m.Name)
+		}
+	}
+	if g := h.GCHook; g != nil {
+		if g.Path == "" {
+			g.Path = DefaultGCHookPath
+		} else if !strings.HasPrefix(g.Path, "/") {
+			v.errf(hp("gc_hook", "path"), "heap.gc_hook.path must start with \"/\", got %q", g.Path)
+		}
+		if g.Every == 0 && !v.has("probes", "heap", "gc_hook", "every") {
+			g.Every = DefaultGCHookEvery
+		} else if g.Every < 1 {
+			v.errf(hp("gc_hook", "every"), "heap.gc_hook.every is a number of windows and must be ≥ 1, got %d", g.Every)
+		}
+	}
+	if in := h.Inspector; in != nil {
+		if in.Host == "" {
+			in.Host = DefaultInspectorHost
+		}
+		if in.Port == 0 && !v.has("probes", "heap", "inspector", "port") {
+			in.Port = DefaultInspectorPort
+		} else if in.Port < 1 || in.Port > 65535 {
+			v.errf(hp("inspector", "port"), "heap.inspector.port must be within 1..65535, got %d", in.Port)
+		}
+		if in.Every == 0 && !v.has("probes", "heap", "inspector", "every") {
+			in.Every = 1
+		} else if in.Every < 1 {
+			v.errf(hp("inspector", "every"), "heap.inspector.every is a number of windows and must be ≥ 1, got %d", in.Every)
+		}
+	}
+}

@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# offline-images.sh builds the container images longhaul's scenarios use, without
+# pulling anything from a registry (for machines and air-gapped CI that have a
+# Docker engine but no registry):
+#
+#   longhaul/postgres:15-offline   PostgreSQL 15 from Debian packages (debootstrap),
+#                                  with an entrypoint that initialises the cluster from
+#                                  POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB /
+#                                  PGDATA like the official postgres image.
+#   longhaul/demo-target:latest    examples/demo-target, a static Go binary FROM scratch.
+#
+# Usage: scripts/offline-images.sh [--force] [postgres|demo-target]...
+#
+# With no image named, it builds both. It is idempotent: an image that exists is
+# skipped (the demo target is rebuilt when its sources changed); --force rebuilds.
+# The debootstrap root filesystem and its .deb cache live outside the repository,
+# in $LONGHAUL_OFFLINE_CACHE (default /var/cache/longhaul-offline when writable,
+# else ${TMPDIR:-/tmp}/longhaul-offline).
+#
+# Needs: docker, debootstrap (root), go. The Debian mirror is read from the apt
+# sources on this machine; set DEBIAN_MIRROR to override it.
+set -euo pipefail
+
+readonly PG_IMAGE=longhaul/postgres:15-offline
+readonly DEMO_IMAGE=longhaul/demo-target:latest
+readonly SUITE=bookworm
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+force=0
+targets=()
+
+usage() {
+	echo "usage: $0 [--force] [postgres|demo-target]..." >&2
+	exit 2
+}
+
+for arg in "$@"; do
+	case "$arg" in
+	--force) force=1 ;;
+	postgres | demo-target) targets+=("$arg") ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "offline-images: unknown argument $arg" >&2; usage ;;
+	esac
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=(postgres demo-target)
+
+# Log lines go to fd 3 (the original stderr), so they survive the redirection
+# of a step's own output into a log file.
+exec 3>&2
+log() { printf '%s offline-images: %s\n' "$(date +%H:%M:%S)" "$*" >&3; }
+die() { log "error: $*"; exit 1; }
+
+# timed NAME CMD... runs CMD and prints how long it took.
+timed() {
+	local name=$1 start end
+	shift
+	start=$(date +%s.%N)
+	"$@"
+	end=$(date +%s.%N)
+	log "$name took $(awk -v s="$start" -v e="$end" 'BEGIN{printf "%.1f", e-s}') s"
+}
+
+# quiet CMD... runs CMD with its output kept aside, shown only if it fails
+# (the legacy builder prints a deprecation banner on every build).
+quiet() {
+	local out
+	out=$(mktemp)
+	if ! "$@" >"$out" 2>&1; then
+		tail -n 20 "$out" >&3
+		rm -f "$out"
+		die "$* failed"
+	fi
+	rm -f "$out"
+}
+
+image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+
+docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); start one or use provider: local"
+
+cache_dir=${LONGHAUL_OFFLINE_CACHE:-}
+if [[ -z $cache_dir ]]; then
+	if mkdir -p /var/cache/longhaul-offline 2>/dev/null && [[ -w /var/cache/longhaul-offline ]]; then
+		cache_dir=/var/cache/longhaul-offline
+	else
+		cache_dir=${TMPDIR:-/tmp}/longhaul-offline
+	fi
+fi
+case "$cache_dir/" in "$repo_root"/*) die "cache dir $cache_dir is inside the repository; set LONGHAUL_OFFLINE_CACHE elsewhere" ;; esac
+mkdir -p "$cache_dir"
+
+# debian_mirror prints the Debian archive URI apt uses on this machine (deb822
+# .sources first, then one-line sources.list), skipping the security archive.
+debian_mirror() {
+	if [[ -n ${DEBIAN_MIRROR:-} ]]; then
+		echo "$DEBIAN_MIRROR"
+		return
+	fi
+	local uri
+	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk 'tolower($1)=="uris:" {for (i = 2; i <= NF; i++) print $i}' |
+		grep -v -- '-security' | head -n1 || true)
+	if [[ -z $uri ]]; then
+		uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			awk '$1=="deb" {for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) {print $i; break}}' |
+			grep -v -- '-security' | head -n1 || true)
+	fi
+	[[ -n $uri ]] || die "no Debian mirror found in /etc/apt/sources.list*; set DEBIAN_MIRROR"
+	echo "$uri"
+}
+
+# The entrypoint mirrors what longhaul relies on from the official image's
+# docker-entrypoint.sh: env-driven first-start initialisation, scram-sha-256 for
+# all hosts, listen on '*', a temporary socket-only server for the init steps
+# (so "database system is ready to accept connections" is logged twice on first
+# start and once on later starts, exactly as testcontainers' postgres module
+# expects), then exec postgres as the postgres user so signals reach it.
+write_entrypoint() {
+	cat >"$1" <<'ENTRYPOINT'
+#!/bin/bash
+set -Eeuo pipefail
+
+if [[ ${1:-} == -* ]]; then
+	set -- postgres "$@"
+fi
+
+as_postgres() {
+	setpriv --reuid=postgres --regid=postgres --init-groups "$@"
+}
+
+if [[ ${1:-} == postgres && $(id -u) == 0 ]]; then
+	: "${POSTGRES_USER:=postgres}"
+	: "${POSTGRES_DB:=$POSTGRES_USER}"
+	: "${PGDATA:=/var/lib/postgresql/data}"
+	export PGDATA
+	mkdir -p "$PGDATA" /var/run/postgresql
+	chown postgres:postgres "$PGDATA" /var/run/postgresql
+	chmod 700 "$PGDATA"
+	chmod 2775 /var/run/postgresql
+
+	if [[ ! -s $PGDATA/PG_VERSION ]]; then
+		auth=${POSTGRES_HOST_AUTH_METHOD:-scram-sha-256}
+		if [[ -z ${POSTGRES_PASSWORD:-} && $auth != trust ]]; then
+			echo 'error: database is uninitialized and superuser password is not specified.' >&2
+			echo '       Set POSTGRES_PASSWORD to a non-empty value (or POSTGRES_HOST_AUTH_METHOD=trust).' >&2
+			exit 1
+		fi
+		pwfile=$(mktemp)
+		printf '%s\n' "${POSTGRES_PASSWORD:-}" >"$pwfile"
+		chown postgres "$pwfile"
+		as_postgres initdb --username="$POSTGRES_USER" --pwfile="$pwfile" \
+			--auth-local=trust --auth-host="$auth" --encoding=UTF8 --locale=C.UTF-8 \
+			${POSTGRES_INITDB_ARGS:-} -D "$PGDATA"
+		rm -f "$pwfile"
+		printf '\nhost all all all %s\n' "$auth" >>"$PGDATA/pg_hba.conf"
+		cat >>"$PGDATA/postgresql.conf" <<-CONF
+		listen_addresses = '*'
+		# The LLVM JIT libraries are removed from this image to keep it small.
+		jit = off
+		CONF
+
+		# Temporary server on the socket only, for the init steps.
+		as_postgres pg_ctl -D "$PGDATA" -o "-c listen_addresses='' -p 5432" -w start
+		psql=(psql -v ON_ERROR_STOP=1 --no-psqlrc --username "$POSTGRES_USER" --dbname postgres)
+		if [[ $POSTGRES_DB != postgres ]]; then
+			exists=$(as_postgres "${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname = '${POSTGRES_DB//\'/\'\'}'")
+			if [[ $exists != 1 ]]; then
+				as_postgres "${psql[@]}" -c "CREATE DATABASE \"${POSTGRES_DB//\"/\"\"}\""
+			fi
+		fi
+		for f in /docker-entrypoint-initdb.d/*; do
+			[[ -e $f ]] || continue
+			case "$f" in
+			*.sh) echo "running $f"; . "$f" ;;
+			*.sql) echo "running $f"; as_postgres "${psql[@]}" --dbname "$POSTGRES_DB" -f "$f" ;;
+			*) echo "ignoring $f" ;;
+			esac
+		done
+		as_postgres pg_ctl -D "$PGDATA" -m fast -w stop
+		echo 'PostgreSQL init process complete; ready for start up.'
+	fi
+	exec setpriv --reuid=postgres --regid=postgres --init-groups "$@"
+fi
+
+exec "$@"
+ENTRYPOINT
+	chmod 755 "$1"
+}
+
+build_postgres() {
+	local rootfs=$cache_dir/postgres-rootfs debs=$cache_dir/debs mirror
+	mirror=$(debian_mirror)
+	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+	[[ $(id -u) == 0 ]] || die "debootstrap needs root"
+
+	if [[ $force == 1 || ! -f $rootfs/.longhaul-complete ]]; then
+		rm -rf "$rootfs"
+		mkdir -p "$rootfs" "$debs"
+		log "debootstrap $SUITE with postgresql-15 from $mirror into $rootfs"
+		timed debootstrap debootstrap --variant=minbase --include=postgresql-15 \
+			--cache-dir="$debs" "$SUITE" "$rootfs" "$mirror" >"$cache_dir/debootstrap.log" 2>&1 ||
+			{ tail -n 20 "$cache_dir/debootstrap.log" >&3; die "debootstrap failed (log: $cache_dir/debootstrap.log)"; }
+		touch "$rootfs/.longhaul-complete"
+	else
+		log "reusing root filesystem $rootfs"
+	fi
+
+	log "trimming the root filesystem"
+	# The package's own cluster (created by postgresql-common's postinst) is
+	# replaced by the one the entrypoint initialises in PGDATA.
+	rm -rf "$rootfs"/var/lib/postgresql/15 "$rootfs"/etc/postgresql/15
+	rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log \
+		"$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
+		"$rootfs"/usr/share/locale/* "$rootfs"/usr/share/postgresql/15/man
+	# JIT is switched off in the generated postgresql.conf; without llvmjit.so
+	# PostgreSQL disables JIT silently, and LLVM is a third of the image.
+	rm -f "$rootfs"/usr/lib/postgresql/15/lib/llvmjit*.so "$rootfs"/usr/lib/x86_64-linux-gnu/libLLVM-*.so*
+	rm -rf "$rootfs"/usr/lib/postgresql/15/lib/bitcode
+	mkdir -p "$rootfs"/docker-entrypoint-initdb.d "$rootfs"/usr/local/bin
+	write_entrypoint "$rootfs/usr/local/bin/docker-entrypoint.sh"
+	log "root filesystem is $(du -sh --exclude=proc --exclude=sys "$rootfs" | cut -f1)"
+
+	# docker import sets all of the image configuration but STOPSIGNAL (SIGINT:
+	# PostgreSQL's fast shutdown; SIGTERM would wait for clients to disconnect),
+	# which a one-step local Dockerfile adds (no context, nothing pulled; each
+	# legacy-builder step costs ~10 s here, so there is only one). The base tag
+	# is removed afterwards.
+	local base=${PG_IMAGE}-rootfs
+	timed "docker import" bash -c '
+		tar --numeric-owner --exclude=./.longhaul-complete --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* \
+			-C "$1" -c . | docker import \
+			--change "ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+			--change "ENV PGDATA=/var/lib/postgresql/data" \
+			--change "ENV LANG=C.UTF-8" \
+			--change "LABEL org.opencontainers.image.title=postgres-15-offline dev.longhaul.offline=true" \
+			--change "ENTRYPOINT [\"docker-entrypoint.sh\"]" \
+			--change "CMD [\"postgres\"]" \
+			--change "EXPOSE 5432" \
+			--message "longhaul offline PostgreSQL 15 (Debian $3)" - "$2" >/dev/null' \
+		_ "$rootfs" "$base" "$SUITE"
+	printf 'FROM %s\nSTOPSIGNAL SIGINT\n' "$base" >"$cache_dir/Dockerfile.postgres"
+	timed "docker build $PG_IMAGE" quiet docker build -q -t "$PG_IMAGE" - <"$cache_dir/Dockerfile.postgres"
+	docker image rm "$base" >/dev/null
+	log "built $PG_IMAGE ($(docker image inspect -f '{{.Size}}' "$PG_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
+}
+
+# demo_source_hash identifies the demo target's sources, so a stale image is rebuilt.
+demo_source_hash() {
+	(cd "$repo_root" && cat go.mod go.sum examples/demo-target/*.go examples/demo-target/Dockerfile) | sha256sum | cut -c1-16
+}
+
+build_demo_target() {
+	local hash ctx
+	hash=$(demo_source_hash)
+	if [[ $force == 0 ]] && image_exists "$DEMO_IMAGE" &&
+		[[ $(docker image inspect -f '{{index .Config.Labels "dev.longhaul.source-hash"}}' "$DEMO_IMAGE") == "$hash" ]]; then
+		log "$DEMO_IMAGE exists and is up to date; skipping (--force rebuilds)"
+		return
+	fi
+	ctx=$(mktemp -d "${TMPDIR:-/tmp}/longhaul-demo-target.XXXXXX")
+	trap 'rm -rf "$ctx"' RETURN
+	mkdir -m 1777 "$ctx/tmp"
+	timed "go build demo-target" bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$2/demo-target" ./examples/demo-target' _ "$repo_root" "$ctx"
+	timed "docker build $DEMO_IMAGE" quiet docker build -q --label "dev.longhaul.source-hash=$hash" \
+		-f "$repo_root/examples/demo-target/Dockerfile" -t "$DEMO_IMAGE" "$ctx"
+	log "built $DEMO_IMAGE ($(docker image inspect -f '{{.Size}}' "$DEMO_IMAGE" | awk '{printf "%.1f MB", $1/1e6}'))"
+}
+
+total_start=$(date +%s)
+for t in "${targets[@]}"; do
+	case "$t" in
+	postgres)
+		if [[ $force == 0 ]] && image_exists "$PG_IMAGE"; then
+			log "$PG_IMAGE exists; skipping (--force rebuilds)"
+		else
+			build_postgres
+		fi
+		;;
+	demo-target) build_demo_target ;;
+	esac
+done
+log "done in $(($(date +%s) - total_start)) s"

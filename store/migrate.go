@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// dialect holds what differs between the SQL backends.
+type dialect struct {
+	name string
+	blob string // column type of byte strings
+	// lock, run first in every migration transaction, serialises migrations
+	// between processes. SQLite needs none: BEGIN IMMEDIATE already holds
+	// the database's write lock.
+	lock string
+	// rebind turns the $1, $2 placeholders the queries are written with into
+	// the backend's own.
+	rebind func(string) string
+}
+
+var dollarN = regexp.MustCompile(`\$(\d+)`)
+
+var (
+	sqliteDialect = dialect{
+		name:   "sqlite",
+		blob:   "BLOB",
+		rebind: func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
+	}
+	postgresDialect = dialect{
+		name:   "postgres",
+		blob:   "BYTEA",
+		lock:   "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
+		rebind: func(q string) string { return q },
+	}
+)
+
+// migration is one schema step. Steps are applied in order, each in its own
+// transaction, and recorded in schema_migrations. Never edit a released
+// step: append a new one.
+type migration struct {
+	version int
+	name    string
+	stmts   []string // {{BLOB}} is replaced by the dialect's byte-string type
+}
+
+var migrations = []migration{
+	{1, "runs, windows, findings", []string{
+		`CREATE TABLE runs (
+			id           TEXT PRIMARY KEY,
+			name         TEXT NOT NULL,
+			kind         TEXT NOT NULL,
+			status       TEXT NOT NULL,
+			reason       TEXT NOT NULL DEFAULT '',
+			scenario     TEXT NOT NULL DEFAULT '',
+			workflow_id  TEXT NOT NULL DEFAULT '',
+			target_url   TEXT NOT NULL DEFAULT '',
+			environment  TEXT,
+			incarnations BIGINT NOT NULL DEFAULT 0,
+			created_ns   BIGINT NOT NULL,
+			started_ns   BIGINT NOT NULL DEFAULT 0,
+			ended_ns     BIGINT NOT NULL DEFAULT 0
+		)`,
+		`CREATE INDEX runs_by_created ON runs (created_ns DESC, id DESC)`,
+		`CREATE INDEX runs_by_name ON runs (name, created_ns DESC)`,
+		// One row per window. The scalar columns serve listings and charts
+		// without decoding doc (the whole window as JSON, histograms
+		// excluded); histogram and op_histograms hold the encoded HDR
+		// snapshots (see encodeOpHistograms).
+		`CREATE TABLE windows (
+			run_id        TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			incarnation   BIGINT NOT NULL,
+			idx           BIGINT NOT NULL,
+			start_ns      BIGINT NOT NULL,
+			end_ns        BIGINT NOT NULL,
+			gap           BIGINT NOT NULL DEFAULT 0,
+			requests      BIGINT NOT NULL,
+			ok            BIGINT NOT NULL,
+			errors        BIGINT NOT NULL,
+			dropped       BIGINT NOT NULL,
+			rps           DOUBLE PRECISION NOT NULL,
+			p50_ms        DOUBLE PRECISION NOT NULL,
+			p90_ms        DOUBLE PRECISION NOT NULL,
+			p95_ms        DOUBLE PRECISION NOT NULL,
+			p99_ms        DOUBLE PRECISION NOT NULL,
+			p999_ms       DOUBLE PRECISION NOT NULL,
+			max_ms        DOUBLE PRECISION NOT NULL,
+			vus           BIGINT NOT NULL,
+			cpu_us_per_request    DOUBLE PRECISION,
+			rss_bytes             BIGINT,
+			heap_bytes            BIGINT,
+			rows_read_per_request DOUBLE PRECISION,
+			doc           TEXT NOT NULL,
+			histogram     {{BLOB}},
+			op_histograms {{BLOB}},
+			PRIMARY KEY (run_id, incarnation, idx)
+		)`,
+		`CREATE TABLE findings (
+			run_id      TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			seq         BIGINT NOT NULL,
+			kind        TEXT NOT NULL,
+			severity    TEXT NOT NULL,
+			incarnation BIGINT NOT NULL,
+			summary     TEXT NOT NULL,
+			evidence    TEXT NOT NULL,
+			PRIMARY KEY (run_id, seq)
+		)`,
+	}},
+}
+
+// SchemaVersion is the schema version this build writes.
+func SchemaVersion() int { return migrations[len(migrations)-1].version }
+
+const createMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    BIGINT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_ns BIGINT NOT NULL
+)`
+
+// migrate brings the schema to SchemaVersion. Each step runs in its own
+// transaction that first takes the migration lock and re-reads the applied
+// versions, so concurrent openers apply every step exactly once.
+func (s *sqlStore) migrate(ctx context.Context) error {
+	if err := s.inMigrationTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, createMigrations)
+		return err
+	}); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range migrations {
+		err := s.inMigrationTx(ctx, func(tx *sql.Tx) error {
+			var newest sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
+				return fmt.Errorf("read schema version: %w", err)
+			}
+			if newest.Valid && int(newest.Int64) > SchemaVersion() {
+				return fmt.Errorf("schema version %d is newer than this longhaul understands (%d): upgrade longhaul", newest.Int64, SchemaVersion())
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM schema_migrations WHERE version = $1`), m.version).Scan(&n); err != nil {
+				return fmt.Errorf("read schema version: %w", err)
+			}
+			if n > 0 {
+				return nil
+			}
+			for _, stmt := range m.stmts {
+				if _, err := tx.ExecContext(ctx, strings.ReplaceAll(stmt, "{{BLOB}}", s.d.blob)); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, s.d.rebind(`INSERT INTO schema_migrations (version, name, applied_ns) VALUES ($1, $2, $3)`),
+				m.version, m.name, time.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to version %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) inMigrationTx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if s.d.lock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.lock); err != nil {
+			return fmt.Errorf("take migration lock: %w", err)
+		}
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

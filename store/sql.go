@@ -1,0 +1,325 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// sqlStore implements Store over database/sql for SQLite and PostgreSQL.
+// w takes every write; r serves reads (the same pool on PostgreSQL, a
+// read-only pool on SQLite so readers never queue behind the writer).
+type sqlStore struct {
+	name string
+	d    dialect
+	w, r *sql.DB
+
+	putWindow *sql.Stmt
+}
+
+var _ Store = (*sqlStore)(nil)
+
+const windowColumns = `run_id, incarnation, idx, start_ns, end_ns, gap, requests, ok, errors, dropped, rps,
+	p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, vus,
+	cpu_us_per_request, rss_bytes, heap_bytes, rows_read_per_request, doc, histogram, op_histograms`
+
+const upsertWindow = `INSERT INTO windows (` + windowColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+ON CONFLICT (run_id, incarnation, idx) DO UPDATE SET
+	start_ns = excluded.start_ns, end_ns = excluded.end_ns, gap = excluded.gap,
+	requests = excluded.requests, ok = excluded.ok, errors = excluded.errors, dropped = excluded.dropped,
+	rps = excluded.rps, p50_ms = excluded.p50_ms, p90_ms = excluded.p90_ms, p95_ms = excluded.p95_ms,
+	p99_ms = excluded.p99_ms, p999_ms = excluded.p999_ms, max_ms = excluded.max_ms, vus = excluded.vus,
+	cpu_us_per_request = excluded.cpu_us_per_request, rss_bytes = excluded.rss_bytes,
+	heap_bytes = excluded.heap_bytes, rows_read_per_request = excluded.rows_read_per_request,
+	doc = excluded.doc, histogram = excluded.histogram, op_histograms = excluded.op_histograms`
+
+func (s *sqlStore) prepare(ctx context.Context) error {
+	st, err := s.w.PrepareContext(ctx, s.d.rebind(upsertWindow))
+	if err != nil {
+		return fmt.Errorf("prepare window upsert: %w", err)
+	}
+	s.putWindow = st
+	return nil
+}
+
+func (s *sqlStore) Close() error {
+	var errs []error
+	if s.putWindow != nil {
+		errs = append(errs, s.putWindow.Close())
+	}
+	errs = append(errs, s.w.Close())
+	if s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close store %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// --- runs
+
+func (s *sqlStore) PutRun(ctx context.Context, r Run) error {
+	if r.ID == "" {
+		return errors.New("put run: empty id")
+	}
+	if r.CreatedAt.IsZero() {
+		return fmt.Errorf("put run %s: CreatedAt is not set", r.ID)
+	}
+	var env any // NULL when absent
+	if len(r.Environment) > 0 {
+		env = string(r.Environment)
+	}
+	// ON CONFLICT ... DO UPDATE, not REPLACE: a REPLACE deletes the row first,
+	// which would cascade to the run's windows.
+	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO runs
+		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (id) DO UPDATE SET
+			name = excluded.name, kind = excluded.kind, status = excluded.status, reason = excluded.reason,
+			scenario = excluded.scenario, workflow_id = excluded.workflow_id, target_url = excluded.target_url,
+			environment = excluded.environment, incarnations = excluded.incarnations,
+			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns`),
+		r.ID, r.Name, r.Kind, string(r.Status), r.Reason, r.Scenario, r.WorkflowID, r.TargetURL, env,
+		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt))
+	if err != nil {
+		return fmt.Errorf("put run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns`
+
+func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r                       Run
+		status                  string
+		env                     sql.NullString
+		created, started, ended int64
+	)
+	err := sc.Scan(&r.ID, &r.Name, &r.Kind, &status, &r.Reason, &r.Scenario, &r.WorkflowID, &r.TargetURL,
+		&env, &r.Incarnations, &created, &started, &ended)
+	if err != nil {
+		return r, err
+	}
+	r.Status = Status(status)
+	if env.Valid && env.String != "" {
+		r.Environment = json.RawMessage(env.String)
+	}
+	r.CreatedAt, r.StartedAt, r.EndedAt = fromNanos(created), fromNanos(started), fromNanos(ended)
+	return r, nil
+}
+
+func (s *sqlStore) GetRun(ctx context.Context, id string) (Run, error) {
+	row := s.r.QueryRowContext(ctx, s.d.rebind(`SELECT `+runColumns+` FROM runs WHERE id = $1`), id)
+	r, err := scanRun(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("get run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func (s *sqlStore) ListRuns(ctx context.Context, opts ListOptions) ([]Run, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q := `SELECT ` + runColumns + ` FROM runs WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2)
+		ORDER BY created_ns DESC, id DESC LIMIT $3`
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), string(opts.Status), opts.Name, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+func (s *sqlStore) SetStatus(ctx context.Context, id string, st Status, reason string, at time.Time) error {
+	ns := toNanos(at)
+	var (
+		res sql.Result
+		err error
+	)
+	switch {
+	case st.Done():
+		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE runs SET status = $1, reason = $2, ended_ns = $3 WHERE id = $4`),
+			string(st), reason, ns, id)
+	case st == Running:
+		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE runs SET status = $1, reason = $2,
+			started_ns = CASE WHEN started_ns = 0 THEN $3 ELSE started_ns END WHERE id = $4`),
+			string(st), reason, ns, id)
+	default:
+		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE runs SET status = $1, reason = $2 WHERE id = $3`),
+			string(st), reason, id)
+	}
+	if err != nil {
+		return fmt.Errorf("set status of run %s to %s: %w", id, st, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("set status of run %s to %s: %w", id, st, ErrNotFound)
+	}
+	return nil
+}
+
+// --- windows
+
+func (s *sqlStore) PutWindow(ctx context.Context, w window.Window) error {
+	if w.RunID == "" {
+		return errors.New("put window: empty run id")
+	}
+	if w.Incarnation < 0 || w.Index < 0 {
+		return fmt.Errorf("put window %s/%d/%d: negative incarnation or index", w.RunID, w.Incarnation, w.Index)
+	}
+	doc, err := json.Marshal(w)
+	if err != nil {
+		return fmt.Errorf("put window %s/%d/%d: encode: %w", w.RunID, w.Incarnation, w.Index, err)
+	}
+	var gap int64
+	if w.Gap {
+		gap = 1
+	}
+	p := w.Probes
+	var rowsRead any
+	if p.Database != nil {
+		rowsRead = p.Database.RowsReadPerRequest
+	}
+	l := w.LatencyMs
+	// One statement is one transaction: the row is written whole or not at all.
+	_, err = s.putWindow.ExecContext(ctx,
+		w.RunID, w.Incarnation, w.Index, toNanos(w.Start), toNanos(w.End), gap,
+		w.Requests, w.OK, w.Errors.Total(), w.Dropped, w.RPS,
+		l.P50, l.P90, l.P95, l.P99, l.P999, l.Max, w.VUs,
+		nullable(p.CPUMicrosPerRequest), nullable(p.RSSBytes), nullable(p.HeapBytes), rowsRead,
+		string(doc), nullBytes(w.Histogram), encodeOpHistograms(w.Ops))
+	if err != nil {
+		if isForeignKeyViolation(err) {
+			return fmt.Errorf("put window %s/%d/%d: run %w (PutRun first)", w.RunID, w.Incarnation, w.Index, ErrNotFound)
+		}
+		return fmt.Errorf("put window %s/%d/%d: %w", w.RunID, w.Incarnation, w.Index, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Windows(ctx context.Context, runID string, q WindowQuery) ([]window.Window, error) {
+	query := `SELECT start_ns, end_ns, doc, histogram, op_histograms FROM windows WHERE run_id = $1 AND idx >= $2`
+	args := []any{runID, q.FromIndex}
+	if q.Incarnation >= 0 {
+		query += ` AND incarnation = $3`
+		args = append(args, q.Incarnation)
+	}
+	query += ` ORDER BY incarnation, idx`
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read windows of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var ws []window.Window
+	for rows.Next() {
+		var (
+			start, end int64
+			doc        []byte
+			hist, ops  []byte
+		)
+		if err := rows.Scan(&start, &end, &doc, &hist, &ops); err != nil {
+			return nil, fmt.Errorf("read windows of run %s: %w", runID, err)
+		}
+		var w window.Window
+		if err := json.Unmarshal(doc, &w); err != nil {
+			return nil, fmt.Errorf("read windows of run %s: decode window: %w", runID, err)
+		}
+		w.Start, w.End = fromNanos(start), fromNanos(end)
+		if len(hist) > 0 {
+			w.Histogram = hist
+		}
+		if w.Ops, err = decodeOpHistograms(ops, w.Ops); err != nil {
+			return nil, fmt.Errorf("read windows of run %s: window %d/%d: %w", runID, w.Incarnation, w.Index, err)
+		}
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read windows of run %s: %w", runID, err)
+	}
+	return ws, nil
+}
+
+// --- findings
+
+func (s *sqlStore) PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put findings of run %s: %w", runID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, s.d.rebind(`DELETE FROM findings WHERE run_id = $1`), runID); err != nil {
+		return fmt.Errorf("put findings of run %s: %w", runID, err)
+	}
+	for i, f := range fs {
+		ev, err := json.Marshal(f.Evidence)
+		if err != nil {
+			return fmt.Errorf("put findings of run %s: encode evidence: %w", runID, err)
+		}
+		_, err = tx.ExecContext(ctx, s.d.rebind(`INSERT INTO findings (run_id, seq, kind, severity, incarnation, summary, evidence)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+			runID, i, f.Kind, string(f.Severity), f.Incarnation, f.Summary, string(ev))
+		if err != nil {
+			if isForeignKeyViolation(err) {
+				return fmt.Errorf("put findings of run %s: run %w", runID, ErrNotFound)
+			}
+			return fmt.Errorf("put findings of run %s: %w", runID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put findings of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Findings(ctx context.Context, runID string) ([]analysis.Finding, error) {
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT kind, severity, incarnation, summary, evidence
+		FROM findings WHERE run_id = $1 ORDER BY seq`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("read findings of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var fs []analysis.Finding
+	for rows.Next() {
+		var (
+			f        analysis.Finding
+			severity string
+			ev       []byte
+		)
+		if err := rows.Scan(&f.Kind, &severity, &f.Incarnation, &f.Summary, &ev); err != nil {
+			return nil, fmt.Errorf("read findings of run %s: %w", runID, err)
+		}
+		f.Severity = analysis.Severity(severity)
+		if err := json.Unmarshal(ev, &f.Evidence); err != nil {
+			return nil, fmt.Errorf("read findings of run %s: decode evidence: %w", runID, err)
+		}
+		fs = append(fs, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read findings of run %s: %w", runID, err)
+	}
+	return fs, nil
+}

@@ -1,0 +1,571 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/pgtest"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// backend returns the DSN of a fresh, empty, not yet opened store for one test.
+type backend func(t *testing.T) string
+
+// openNew opens a fresh store of backend b.
+func (b backend) openNew(t *testing.T) store.Store { return openDSN(t, b(t)) }
+
+func openDSN(t *testing.T, dsn string) store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dsn, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func sqliteBackend(t *testing.T) string {
+	return filepath.Join(t.TempDir(), "sub", "dir", "longhaul.db") // parents are created
+}
+
+func TestSQLite(t *testing.T) { runSuite(t, sqliteBackend) }
+
+func TestPostgres(t *testing.T) {
+	cluster := pgtest.Start(t)
+	runSuite(t, func(t *testing.T) string { return pgtest.NewDatabase(t, cluster) })
+}
+
+func runSuite(t *testing.T, open backend) {
+	tests := []struct {
+		name string
+		f    func(t *testing.T, open backend)
+	}{
+		{"RunRoundTrip", testRunRoundTrip},
+		{"GetRunMissing", testGetRunMissing},
+		{"ListRuns", testListRuns},
+		{"SetStatus", testSetStatus},
+		{"WindowRoundTrip", testWindowRoundTrip},
+		{"WindowUpsert", testWindowUpsert},
+		{"WindowQuery", testWindowQuery},
+		{"WindowUnknownRun", testWindowUnknownRun},
+		{"PutRunKeepsWindows", testPutRunKeepsWindows},
+		{"Findings", testFindings},
+		{"ConcurrentOpen", testConcurrentOpen},
+		{"ConcurrentWrites", testConcurrentWrites},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })
+	}
+}
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newRun(id string, created time.Time) store.Run {
+	return store.Run{
+		ID: id, Name: "hello", Kind: "drive", Status: store.Running,
+		Scenario: "name: hello\n", TargetURL: "http://127.0.0.1:8080", CreatedAt: created,
+	}
+}
+
+// histogram returns an encoded histogram of the given latencies (µs).
+func histogram(t testing.TB, micros ...int64) ([]byte, window.Latency) {
+	t.Helper()
+	h := window.NewHistogram()
+	for _, us := range micros {
+		window.Record(h, us)
+	}
+	b, err := window.EncodeHistogram(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, window.LatencyOf(h)
+}
+
+// newWindow returns a window with real histograms for run id. Latencies
+// depend on index so windows differ.
+func newWindow(t testing.TB, runID string, inc, idx int) window.Window {
+	t.Helper()
+	base := int64(1000 * (idx + 1))
+	all, lat := histogram(t, base, base*2, base*3, base*10)
+	getH, getLat := histogram(t, base, base*2, base*3)
+	putH, putLat := histogram(t, base*10)
+	cpu := 12.5
+	rss := int64(50 << 20)
+	w := window.Window{
+		RunID: runID, Incarnation: inc, Index: idx,
+		Start: t0.Add(time.Duration(idx) * time.Second), End: t0.Add(time.Duration(idx+1) * time.Second),
+		Requests: 4, OK: 3, Errors: window.Errors{Status5xx: 1}, Dropped: 2, RPS: 4, VUs: 2, InFlight: 2,
+		LatencyMs: lat, Histogram: all,
+		Ops: map[string]window.OpStats{
+			"get": {Requests: 3, OK: 3, RPS: 3, LatencyMs: getLat, Histogram: getH},
+			"put": {Requests: 1, Errors: window.Errors{Status5xx: 1}, RPS: 1, LatencyMs: putLat, Histogram: putH},
+		},
+		Probes: window.Probes{CPUMicrosPerRequest: &cpu, RSSBytes: &rss,
+			Database: &window.Database{RowsReadPerRequest: 3.5, Tables: []window.Table{{Name: "items", LiveRows: 10}}}},
+	}
+	return w
+}
+
+func mustPutRun(t *testing.T, s store.Store, r store.Run) {
+	t.Helper()
+	if err := s.PutRun(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testRunRoundTrip(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	want := newRun("r1", t0.Add(123456789*time.Nanosecond))
+	want.Environment = json.RawMessage(`{"provider":"local"}`)
+	want.WorkflowID = "wf-1"
+	want.Incarnations = 2
+	want.StartedAt = t0.Add(time.Second)
+	mustPutRun(t, s, want)
+	got, err := s.GetRun(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GetRun:\n got %+v\nwant %+v", got, want)
+	}
+
+	// Replace: the second PutRun wins.
+	want.Status, want.Reason, want.Environment = store.Failed, "target died", nil
+	mustPutRun(t, s, want)
+	got, err = s.GetRun(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GetRun after replace:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func testGetRunMissing(t *testing.T, open backend) {
+	s := open.openNew(t)
+	_, err := s.GetRun(context.Background(), "nope")
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetRun(missing) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testListRuns(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	for i, id := range []string{"a", "b", "c", "d"} {
+		r := newRun(id, t0.Add(time.Duration(i)*time.Minute))
+		if i%2 == 1 {
+			r.Status = store.Completed
+		}
+		if id == "d" {
+			r.Name = "other"
+		}
+		mustPutRun(t, s, r)
+	}
+	tests := []struct {
+		opts store.ListOptions
+		want []string
+	}{
+		{store.ListOptions{}, []string{"d", "c", "b", "a"}},
+		{store.ListOptions{Limit: 2}, []string{"d", "c"}},
+		{store.ListOptions{Status: store.Completed}, []string{"d", "b"}},
+		{store.ListOptions{Name: "hello"}, []string{"c", "b", "a"}},
+		{store.ListOptions{Name: "hello", Status: store.Running}, []string{"c", "a"}},
+		{store.ListOptions{Name: "none"}, nil},
+	}
+	for _, tt := range tests {
+		runs, err := s.ListRuns(ctx, tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.ID)
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ListRuns(%+v) = %v, want %v", tt.opts, got, tt.want)
+		}
+	}
+}
+
+func testSetStatus(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	r := newRun("r1", t0)
+	r.Status = store.Pending
+	mustPutRun(t, s, r)
+
+	steps := []struct {
+		status         store.Status
+		reason         string
+		at             time.Time
+		started, ended time.Time
+	}{
+		{store.Running, "", t0.Add(1 * time.Second), t0.Add(time.Second), time.Time{}},
+		// A second "running" (a new incarnation) keeps the first start.
+		{store.Running, "", t0.Add(5 * time.Second), t0.Add(time.Second), time.Time{}},
+		{store.Cancelled, "interrupted", t0.Add(9 * time.Second), t0.Add(time.Second), t0.Add(9 * time.Second)},
+	}
+	for _, st := range steps {
+		if err := s.SetStatus(ctx, "r1", st.status, st.reason, st.at); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetRun(ctx, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != st.status || got.Reason != st.reason || !got.StartedAt.Equal(st.started) || !got.EndedAt.Equal(st.ended) {
+			t.Errorf("after SetStatus(%s): got status %s reason %q started %v ended %v; want %s %q %v %v",
+				st.status, got.Status, got.Reason, got.StartedAt, got.EndedAt, st.status, st.reason, st.started, st.ended)
+		}
+	}
+	if err := s.SetStatus(ctx, "missing", store.Completed, "", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetStatus(missing) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testWindowRoundTrip(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	mustPutRun(t, s, newRun("r1", t0))
+	want := []window.Window{newWindow(t, "r1", 0, 0), newWindow(t, "r1", 0, 1)}
+	want[1].Ops = nil // a window without ops
+	gap := window.Window{RunID: "r1", Index: 2, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Gap: true}
+	want = append(want, gap)
+	for _, w := range want {
+		if err := s.PutWindow(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Windows(ctx, "r1", store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Windows returned %d windows, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			gj, _ := json.Marshal(got[i])
+			wj, _ := json.Marshal(want[i])
+			t.Errorf("window %d:\n got %s\nwant %s", i, gj, wj)
+		}
+	}
+	// Histograms survive intact: the merged summary is the same.
+	gs, err := window.Merge(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := window.Merge(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gs, ws) {
+		t.Errorf("Merge(read back) = %+v, want %+v", gs, ws)
+	}
+}
+
+func testWindowUpsert(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	mustPutRun(t, s, newRun("r1", t0))
+	w := newWindow(t, "r1", 0, 0)
+	if err := s.PutWindow(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Requests, w.OK = 40, 39
+	w.Ops = map[string]window.OpStats{"only": w.Ops["get"]}
+	if err := s.PutWindow(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Windows(ctx, "r1", store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("after writing the same window twice: %d rows, want 1", len(got))
+	}
+	if !reflect.DeepEqual(got[0], w) {
+		t.Errorf("upserted window = %+v, want %+v", got[0], w)
+	}
+}
+
+func testWindowQuery(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	mustPutRun(t, s, newRun("r1", t0))
+	mustPutRun(t, s, newRun("r2", t0))
+	// Written out of order, across two incarnations.
+	for _, k := range [][2]int{{1, 1}, {0, 2}, {1, 0}, {0, 0}, {0, 1}} {
+		if err := s.PutWindow(ctx, newWindow(t, "r1", k[0], k[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutWindow(ctx, newWindow(t, "r2", 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		run  string
+		q    store.WindowQuery
+		want [][2]int
+	}{
+		{"r1", store.AllWindows, [][2]int{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}},
+		{"r1", store.WindowQuery{Incarnation: 1}, [][2]int{{1, 0}, {1, 1}}},
+		{"r1", store.WindowQuery{Incarnation: 0, FromIndex: 1}, [][2]int{{0, 1}, {0, 2}}},
+		{"r1", store.WindowQuery{Incarnation: -1, FromIndex: 1}, [][2]int{{0, 1}, {0, 2}, {1, 1}}},
+		{"r2", store.AllWindows, [][2]int{{0, 0}}},
+		{"r3", store.AllWindows, nil},
+	}
+	for _, tt := range tests {
+		ws, err := s.Windows(ctx, tt.run, tt.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][2]int
+		for _, w := range ws {
+			got = append(got, [2]int{w.Incarnation, w.Index})
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Windows(%s, %+v) = %v, want %v", tt.run, tt.q, got, tt.want)
+		}
+	}
+}
+
+func testWindowUnknownRun(t *testing.T, open backend) {
+	s := open.openNew(t)
+	tests := []struct {
+		name     string
+		w        window.Window
+		notFound bool
+	}{
+		{"unknown run", newWindow(t, "ghost", 0, 0), true},
+		{"empty run id", window.Window{}, false},
+		{"negative index", window.Window{RunID: "x", Index: -1}, false},
+	}
+	for _, tt := range tests {
+		err := s.PutWindow(context.Background(), tt.w)
+		if err == nil {
+			t.Errorf("%s: PutWindow succeeded, want an error", tt.name)
+			continue
+		}
+		if got := errors.Is(err, store.ErrNotFound); got != tt.notFound {
+			t.Errorf("%s: errors.Is(%v, ErrNotFound) = %v, want %v", tt.name, err, got, tt.notFound)
+		}
+	}
+}
+
+// PutRun replaces the run row; it must not cascade-delete the run's windows.
+func testPutRunKeepsWindows(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	r := newRun("r1", t0)
+	mustPutRun(t, s, r)
+	if err := s.PutWindow(ctx, newWindow(t, "r1", 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	r.Status = store.Completed
+	mustPutRun(t, s, r)
+	ws, err := s.Windows(ctx, "r1", store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 {
+		t.Errorf("windows after PutRun replaced the run: %d, want 1", len(ws))
+	}
+}
+
+func testFindings(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	mustPutRun(t, s, newRun("r1", t0))
+	first := []analysis.Finding{
+		{Kind: analysis.KindLeak, Severity: analysis.Critical, Summary: "heap grows 12 MB/h", Incarnation: 1,
+			Evidence: analysis.Evidence{FirstWindow: 3, LastWindow: 40, Slope: 12e6, SlopeUnit: "bytes/hour", PValue: 0.001,
+				Notes: map[string]float64{"windows": 38}}},
+		{Kind: analysis.KindCollapse, Severity: analysis.Warning, Summary: "throughput fell 5x as items grew",
+			Evidence: analysis.Evidence{Table: "items", Before: 1950, After: 360, Unit: "req/s"}},
+		{Kind: analysis.KindMissingEvidence, Severity: analysis.Info, Summary: "no heap readings",
+			Evidence: analysis.Evidence{Missing: []string{"heap"}}},
+	}
+	if err := s.PutFindings(ctx, "r1", first); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Findings(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, first) {
+		t.Errorf("Findings:\n got %+v\nwant %+v", got, first)
+	}
+	// PutFindings replaces.
+	second := first[1:2]
+	if err := s.PutFindings(ctx, "r1", second); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.Findings(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, second) {
+		t.Errorf("Findings after replace:\n got %+v\nwant %+v", got, second)
+	}
+	if err := s.PutFindings(ctx, "ghost", first); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PutFindings(unknown run) error = %v, want ErrNotFound", err)
+	}
+	if got, err = s.Findings(ctx, "r2"); err != nil || len(got) != 0 {
+		t.Errorf("Findings(no such run) = %v, %v; want none, nil", got, err)
+	}
+}
+
+// Several openers of a new store at once (as several processes would be)
+// all succeed and apply each migration once.
+func testConcurrentOpen(t *testing.T, open backend) {
+	dsn := open(t)
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := store.Open(context.Background(), dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			errs <- s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Open: %v", err)
+		}
+	}
+	got := migrationRows(t, dsn)
+	if want := store.SchemaVersion(); got != want {
+		t.Errorf("schema_migrations has %d rows, want %d", got, want)
+	}
+}
+
+// Concurrent writers on one store (the drive loop and a status update, or
+// several runs) do not fail with "database is locked".
+func testConcurrentWrites(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	const runs, windows = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, runs*windows)
+	for r := 0; r < runs; r++ {
+		id := fmt.Sprintf("r%d", r)
+		mustPutRun(t, s, newRun(id, t0))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < windows; i++ {
+				errs <- s.PutWindow(ctx, newWindow(t, id, 0, i))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := 0; r < runs; r++ {
+		ws, err := s.Windows(ctx, fmt.Sprintf("r%d", r), store.AllWindows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) != windows {
+			t.Errorf("run r%d: %d windows, want %d", r, len(ws), windows)
+		}
+	}
+}
+
+func migrationRows(t *testing.T, dsn string) int {
+	t.Helper()
+	driver := "sqlite"
+	if store.IsPostgres(dsn) {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSQLiteReopenKeepsData(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "l.db")
+	ctx := context.Background()
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPutRun(t, s, newRun("r1", t0))
+	if err := s.PutWindow(ctx, newWindow(t, "r1", 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openDSN(t, dsn)
+	ws, err := s.Windows(ctx, "r1", store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 {
+		t.Errorf("after reopening: %d windows, want 1", len(ws))
+	}
+}
+
+func TestSQLiteNewerSchemaRefused(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "l.db")
+	s := openDSN(t, dsn)
+	_ = s
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, name, applied_ns) VALUES (999, 'future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := store.Open(context.Background(), dsn); err == nil {
+		s2.Close()
+		t.Error("Open of a store with a newer schema succeeded, want an error")
+	}
+}
+
+func TestOpenBadDSN(t *testing.T) {
+	tests := []string{"", "with?query.db", filepath.Join("/proc/self/no/such", "x.db")}
+	for _, dsn := range tests {
+		if s, err := store.Open(context.Background(), dsn); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded, want an error", dsn)
+		}
+	}
+}
