@@ -380,7 +380,18 @@ func (a *analyzer) medianOf(ys []float64) float64 {
 
 func (a *analyzer) theilSen(x, y []float64) (Line, bool) { return theilSen(x, y, &a.pairBuf) }
 
+// mannKendall is the plain test, for effects whose shape is a step or a curve
+// (a surge, a hyperbolic collapse): detrending those linearly, as Hamed–Rao
+// does, leaves long runs of residuals that read as autocorrelation and would
+// drown a real trend. Effect-size gates sit next to it in every detector.
 func (a *analyzer) mannKendall(y []float64) MannKendallTest { return mannKendall(y, &a.sortBuf) }
+
+// mannKendallHR is the test corrected for serial correlation, for a trend
+// expected to be linear (a leak grows with the requests served), where the
+// residuals around Sen's line are the wander of the readings.
+func (a *analyzer) mannKendallHR(y []float64) MannKendallTest {
+	return mannKendallHamedRao(y, &a.sortBuf, &a.pairBuf)
+}
 
 // ratio returns x/y, or NaN when y is 0.
 func ratio(x, y float64) float64 {

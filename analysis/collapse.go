@@ -7,22 +7,28 @@ import (
 )
 
 // collapse looks for throughput falling (or p50 latency rising) over the
-// steady-load windows, and for the table that explains it.
+// steady-load windows, and for what explains it.
 //
-// Effect: the last quarter's median throughput is at least MinThroughputDrop
-// below the first quarter's with a falling Mann–Kendall trend (p ≤ Alpha), or
-// the median p50 is MinLatencyRise above it with a rising one.
+// Effect: the last quarter's median throughput is below the first quarter's
+// by some fraction with a falling Mann–Kendall trend (p ≤ Alpha), or the
+// median p50 is above it with a rising one. What it takes depends on the
+// explanation found:
 //
-// Cause, in order:
-//   - a table whose rows read per request (seq_tup_read + idx_tup_fetch per
+//   - A table whose rows read per request (seq_tup_read + idx_tup_fetch per
 //     driver request) grew MinReadGrowth× and by MinReadIncrease rows, in step
-//     with its row count (Spearman ≥ MinCorrelation), while throughput fell
-//     (or latency rose) in step with that row count: critical, naming it;
-//   - else the target's CPU per request rose by MinCPURise: warning;
-//   - else, with CPU data showing no such rise, the target is not doing more
-//     work per request: an info note blaming interference (on a shared
-//     machine other processes take CPU away; that is not the target's fault);
-//   - else (no CPU data): warning, noting the missing evidence.
+//     with its row count (Spearman ≥ MinCorrelation). Clean runs have no such
+//     table, so the effect needed is smaller: MinAttributedDrop/Rise with the
+//     trend test gives critical; half of that without it gives warning ("not
+//     yet a clear trend" — a noisy neighbour can mask the fall in a short
+//     run); with no measurable effect, a growth of MinLatentReadIncrease rows
+//     per request still gives a warning, a smaller one an info note.
+//   - Else the target's CPU per request rose by MinCPURise, with
+//     MinThroughputDrop/MinLatencyRise: warning, the target works harder.
+//   - Else nothing explains it. With database statistics and CPU readings
+//     both clearing the target: info, interference from other load on the
+//     machine. With either probe missing: warning from
+//     MinUnexplainedDrop/Rise (other tenants of a shared 2-core machine take
+//     almost half of it at times), info below.
 //
 // Only windows whose load level is within SteadyTolerance of the median level
 // count, so the rising part of a ramp is not read as a change in throughput.
@@ -62,20 +68,20 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 	r0, r1 := a.medianOf(rps.y[:q]), a.medianOf(rps.y[n-q:])
 	mkR := a.mannKendall(rps.binned(a.opts.MaxPoints).y)
 	drop := 1 - ratio(r1, r0)
-	throughputFell := drop >= o.MinThroughputDrop && mkR.PDown <= o.Alpha
-
-	var l0, l1 float64
-	latencyRose := false
-	var mkL MannKendallTest
+	var l0, l1, rise float64
+	mkL := MannKendallTest{PUp: 1, PDown: 1}
 	if m := p50.len(); m >= o.MinWindows {
 		lq := quarter(m)
 		l0, l1 = a.medianOf(p50.y[:lq]), a.medianOf(p50.y[m-lq:])
 		mkL = a.mannKendall(p50.binned(a.opts.MaxPoints).y)
-		latencyRose = ratio(l1, l0)-1 >= o.MinLatencyRise && mkL.PUp <= o.Alpha
+		rise = ratio(l1, l0) - 1
 	}
-	if !throughputFell && !latencyRose {
-		return Finding{}, false, false
-	}
+	fell := func(minDrop float64) bool { return drop >= minDrop && mkR.PDown <= o.Alpha }
+	rose := func(minRise float64) bool { return rise >= minRise && mkL.PUp <= o.Alpha }
+	// Throughput leads the summary when it fell clearly; latency when it
+	// rose clearly instead; otherwise whichever moved by the larger factor.
+	byThroughput := fell(o.MinAttributedDrop) ||
+		!rose(o.MinAttributedRise) && drop > 0 && (l0 <= 0 || ratio(r0, r1) >= ratio(l1, l0))
 
 	first, last := inc.span(pos[0], pos[n-1])
 	ev := Evidence{FirstWindow: first, LastWindow: last, Notes: map[string]float64{
@@ -84,16 +90,16 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 	if l0 > 0 {
 		ev.Notes["p50_ms_before"], ev.Notes["p50_ms_after"] = l0, l1
 	}
-	var effect string
-	if throughputFell {
-		ev.Before, ev.After, ev.Unit, ev.PValue = r0, r1, "req/s", mkR.PDown
-		effect = fmt.Sprintf("throughput fell %s (%s → %s req/s)", fallText(r0, r1), fmtCount(r0), fmtCount(r1))
-	} else {
+	effect := func() string {
+		if byThroughput {
+			ev.Before, ev.After, ev.Unit, ev.PValue = r0, r1, "req/s", mkR.PDown
+			return fmt.Sprintf("throughput fell %s (%s → %s req/s)", fallText(r0, r1), fmtCount(r0), fmtCount(r1))
+		}
 		ev.Before, ev.After, ev.Unit, ev.PValue = l0, l1, "ms", mkL.PUp
-		effect = fmt.Sprintf("p50 latency rose %s (%s → %s)", fmtFactor(l1/l0), fmtMs(l0), fmtMs(l1))
+		return fmt.Sprintf("p50 latency rose %s (%s → %s)", fmtFactor(l1/l0), fmtMs(l0), fmtMs(l1))
 	}
 
-	if b, ok := a.blameTable(inc, pos, throughputFell); ok {
+	if b, ok := a.blameTable(inc, pos, byThroughput); ok {
 		ev.Table = b.name
 		ev.Correlation = b.effectRho
 		ev.Slope, ev.SlopeUnit = b.slope, b.slopeUnit
@@ -101,19 +107,41 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Notes["rows_read_per_request_before"], ev.Notes["rows_read_per_request_after"] = b.read0, b.read1
 		ev.Notes["seq_share"] = b.seqShare
 		ev.Notes["read_rows_correlation"] = b.readRho
-		how := fmt.Sprintf("seq scans on %s read %s rows per request at the end vs %s at the start — a query on %s is likely missing an index",
-			b.name, fmtCount(b.read1), fmtCount(b.read0), b.name)
+		scans, verb, fix := "seq scans", "read", "a query on "+b.name+" is likely missing an index"
 		if b.seqShare < 0.5 {
-			how = fmt.Sprintf("index scans on %s fetched %s rows per request at the end vs %s at the start — a query on %s reads more rows as it grows (an unselective index or no LIMIT?)",
-				b.name, fmtCount(b.read1), fmtCount(b.read0), b.name)
+			scans, verb, fix = "index scans", "fetched", "a query on "+b.name+" reads more rows as it grows (an unselective index or no LIMIT?)"
 		}
+		how := fmt.Sprintf("%s on %s %s %s rows per request at the end vs %s at the start — %s",
+			scans, b.name, verb, fmtCount(b.read1), fmtCount(b.read0), fix)
+		grew := fmt.Sprintf("%s grew %s → %s rows", b.name, fmtCount(b.rows0), fmtCount(b.rows1))
+		switch {
+		case fell(o.MinAttributedDrop) || rose(o.MinAttributedRise):
+			return Finding{
+				Kind: KindCollapse, Severity: Critical, Incarnation: inc.num, Evidence: ev,
+				Summary: fmt.Sprintf("%s as %s; %s", effect(), grew, how),
+			}, true, false
+		case drop >= o.MinAttributedDrop/2 || rise >= o.MinAttributedRise/2:
+			return Finding{
+				Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
+				Summary: fmt.Sprintf("%s as %s (not yet a clear trend); %s", effect(), grew, how),
+			}, true, false
+		}
+		sev := Info
+		if b.read1-b.read0 >= o.MinLatentReadIncrease {
+			sev = Warning
+		}
+		ev.Before, ev.After, ev.Unit, ev.PValue = b.read0, b.read1, "rows read per request", 0
 		return Finding{
-			Kind: KindCollapse, Severity: Critical, Incarnation: inc.num, Evidence: ev,
-			Summary: fmt.Sprintf("%s as %s grew %s → %s rows; %s", effect, b.name, fmtCount(b.rows0), fmtCount(b.rows1), how),
+			Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
+			Summary: fmt.Sprintf("throughput has not fallen measurably (%s → %s req/s), but as %s %s", fmtCount(r0), fmtCount(r1), grew, how),
 		}, true, false
 	}
+	if !fell(o.MinThroughputDrop) && !rose(o.MinLatencyRise) {
+		return Finding{}, false, false
+	}
 
-	if inc.tables == nil {
+	haveDB := inc.tables != nil
+	if !haveDB {
 		ev.Missing = append(ev.Missing, MissingDatabase)
 	}
 	c0, c1, cpuOK := a.cpuPerRequest(inc, pos)
@@ -123,26 +151,41 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Missing = append(ev.Missing, MissingCPU)
 	}
 	noTable := "no table's rows read per request grew with its size"
-	if inc.tables == nil {
+	if !haveDB {
 		noTable = "no database statistics to trace it to a table"
 	}
-	switch {
-	case cpuOK && c1 >= (1+o.MinCPURise)*c0:
+	if cpuOK && c1 >= (1+o.MinCPURise)*c0 {
 		return Finding{
 			Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
 			Summary: fmt.Sprintf("%s while the target's CPU per request rose %s (%s → %s µs); %s — the target does more work per request as the run goes on",
-				effect, fmtFactor(c1/c0), fmtCount(c0), fmtCount(c1), noTable),
-		}, true, false
-	case cpuOK:
-		return Finding{
-			Kind: KindCollapse, Severity: Info, Incarnation: inc.num, Evidence: ev,
-			Summary: fmt.Sprintf("%s but the target's CPU per request stayed at %s µs and %s: likely interference from other load on the machine, not the target",
-				effect, fmtCount(c1), noTable),
+				effect(), fmtFactor(c1/c0), fmtCount(c0), fmtCount(c1), noTable),
 		}, true, false
 	}
+	var ruledOut, suspects string
+	switch {
+	case haveDB && cpuOK:
+		ruledOut = fmt.Sprintf("the target's CPU per request stayed at %s µs and %s", fmtCount(c1), noTable)
+		suspects = "interference from other load on the machine, or the target waiting on something (locks, an external service)"
+	case cpuOK:
+		ruledOut = fmt.Sprintf("the target's CPU per request stayed at %s µs; %s", fmtCount(c1), noTable)
+		suspects = "the database, or interference from other load on the machine — enable the database probe"
+	case haveDB:
+		ruledOut = noTable + ", and there are no CPU readings"
+		suspects = "interference from other load on the machine, or the target itself — enable the process probe"
+	default:
+		ruledOut = "there are no database or CPU readings to explain it"
+		suspects = "the target, its database, or interference from other load on the machine — enable the database and process probes"
+	}
+	// With both probes clearing the target, the fall is put down to the
+	// machine, however large. With either missing, a large fall cannot be
+	// dismissed.
+	sev := Info
+	if !(haveDB && cpuOK) && (fell(o.MinUnexplainedDrop) || rose(o.MinUnexplainedRise)) {
+		sev = Warning
+	}
 	return Finding{
-		Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
-		Summary: fmt.Sprintf("%s; %s and no CPU readings to rule out interference from other load on the machine", effect, noTable),
+		Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
+		Summary: fmt.Sprintf("%s but %s: likely %s", effect(), ruledOut, suspects),
 	}, true, false
 }
 
@@ -213,9 +256,6 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		if !(readRho >= o.MinCorrelation) {
 			continue
 		}
-		if throughput && !(effectRho <= -o.MinCorrelation) || !throughput && !(effectRho >= o.MinCorrelation) {
-			continue
-		}
 		gain := read1 - read0
 		if found && gain <= best.increase {
 			continue
@@ -231,7 +271,8 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		for k := range rows {
 			rowsK[k] = rows[k] / 1000
 		}
-		if l, ok := a.theilSen(rowsK, effect); ok {
+		bs := series{x: rowsK, y: effect, pos: make([]int, n)}.binned(a.opts.MaxPoints)
+		if l, ok := a.theilSen(bs.x, bs.y); ok {
 			b.slope = l.Slope
 			b.slopeUnit = "req/s per 1k rows"
 			if !throughput {

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -14,8 +15,8 @@ import (
 // trying every distinct level k as the knee (least squares), keeping only
 // knees with MinPointsBeyondKnee windows at or beyond them and a ramp reaching
 // MinOverKnee·k. Beyond the knee a Theil–Sen line of throughput against level
-// must gain at most MaxGainBeyondKnee from the knee to the top: completions
-// stay flat while concurrency rises. The latency slope beyond the knee is the
+// must gain at most MaxGainShare of what linear scaling would add from the
+// knee to the top: completions stay flat while concurrency rises. The latency slope beyond the knee is the
 // other half of the evidence (flat throughput + linearly rising latency = a
 // saturated resource, by Little's law).
 func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
@@ -75,6 +76,8 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 		}
 		dropped += float64(w.Dropped)
 	}
+	beyond = beyond.binned(a.opts.MaxPoints)
+	lat = lat.binned(a.opts.MaxPoints)
 	tl, ok := a.theilSen(beyond.x, beyond.y)
 	if !ok {
 		return Finding{}, false, false
@@ -84,13 +87,20 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 		return Finding{}, false, false
 	}
 	gain := tl.Slope * (xmax - k) / yk
-	if gain > o.MaxGainBeyondKnee {
+	if gain > o.MaxGainShare*(xmax/k-1) {
 		return Finding{}, false, false
 	}
 
+	// The fitted knee is where a straight line stops fitting; on a soft
+	// saturation curve it lies late. Report instead the lowest level where a
+	// running median of throughput (5 windows, by level) reaches 90 % of the
+	// plateau — where a person would say it stopped growing.
+	plateau := a.medianOf(beyond.y)
+	knee := kneeAt(pts, 0.9*plateau, k)
+
 	first, last := inc.span(pts.pos[0], pts.pos[pts.len()-1])
-	ev := Evidence{FirstWindow: first, LastWindow: last, Before: yk, After: yk * (1 + gain), Unit: "req/s",
-		Notes: map[string]float64{"knee": k, "level_min": distinct[0], "level_max": xmax, "gain_beyond_knee": gain}}
+	ev := Evidence{FirstWindow: first, LastWindow: last, Before: plateau, After: plateau * (1 + gain), Unit: "req/s",
+		Notes: map[string]float64{"knee": knee, "knee_fit": k, "level_min": distinct[0], "level_max": xmax, "gain_beyond_knee": gain}}
 	if dropped > 0 {
 		ev.Notes["dropped_beyond_knee"] = dropped
 	}
@@ -103,19 +113,44 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 			latText = fmt.Sprintf(" while p50 latency rose %s → %s (+%s per %s)", fmtMs(math.Max(l0, 0)), fmtMs(l1), fmtMs(ll.Slope), unitSingular(unit))
 		}
 	}
-	change := fmt.Sprintf("%+.0f %%", gain*100)
 	var summary string
 	if k == distinct[0] {
-		summary = fmt.Sprintf("throughput stayed at ≈%s req/s (%s) as %s rose %s → %s%s: the target was already saturated at %s %s",
-			fmtCount(yk), change, unit, fmtCount(k), fmtCount(xmax), latText, fmtCount(k), unit)
+		summary = fmt.Sprintf("throughput stayed at ≈%s req/s as %s rose %s → %s (%+.0f %%)%s: the target was already saturated at %s %s",
+			fmtCount(plateau), unit, fmtCount(k), fmtCount(xmax), gain*100, latText, fmtCount(k), unit)
 	} else {
-		summary = fmt.Sprintf("throughput stopped growing at ≈%s %s (≈%s req/s): from there to %s %s it changed %s%s",
-			fmtCount(k), unit, fmtCount(yk), fmtCount(xmax), unit, change, latText)
+		summary = fmt.Sprintf("throughput levelled off at ≈%s req/s from ≈%s %s: going on to %s %s changed it by %+.0f %%%s",
+			fmtCount(plateau), fmtCount(knee), unit, fmtCount(xmax), unit, gain*100, latText)
 	}
 	if latText != "" {
 		summary += " — flat throughput with rising latency means a saturated resource"
 	}
 	return Finding{Kind: KindThroughputLimit, Severity: Warning, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
+}
+
+// kneeAt returns the lowest level at which the running median of throughput
+// over 5 windows (ordered by level) reaches target, at most fit.
+func kneeAt(pts series, target, fit float64) float64 {
+	idx := make([]int, pts.len())
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(pts.x[a], pts.x[b]) })
+	var win [5]float64
+	for c := range idx {
+		lo, hi := max(c-2, 0), min(c+3, len(idx))
+		w := win[:0]
+		for _, j := range idx[lo:hi] {
+			w = append(w, pts.y[j])
+		}
+		x := pts.x[idx[c]]
+		if x >= fit {
+			break
+		}
+		if medianInPlace(w) >= target {
+			return x
+		}
+	}
+	return fit
 }
 
 // rampLevel returns each window's load level and its unit, or nil when the

@@ -79,14 +79,51 @@ func TestMannKendallEdges(t *testing.T) {
 		y    []float64
 		want MannKendallTest
 	}{
-		{"empty", nil, MannKendallTest{PUp: 1, PDown: 1}},
-		{"one", []float64{3}, MannKendallTest{N: 1, PUp: 1, PDown: 1}},
-		{"constant", []float64{2, 2, 2, 2}, MannKendallTest{N: 4, PUp: 1, PDown: 1}},
+		{"empty", nil, MannKendallTest{PUp: 1, PDown: 1, Correction: 1}},
+		{"one", []float64{3}, MannKendallTest{N: 1, PUp: 1, PDown: 1, Correction: 1}},
+		{"constant", []float64{2, 2, 2, 2}, MannKendallTest{N: 4, PUp: 1, PDown: 1, Correction: 1}},
 	}
 	for _, tt := range tests {
 		if got := MannKendall(tt.y); got != tt.want {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestMannKendallHamedRao(t *testing.T) {
+	wave := make([]float64, 40)
+	for i := range wave {
+		wave[i] = 0.05*float64(i) + math.Sin(float64(i)/3)
+	}
+	zigzag := make([]float64, 30)
+	for i := range zigzag {
+		zigzag[i] = float64(i)
+		if i%2 == 1 {
+			zigzag[i] += 3
+		}
+	}
+	tests := []struct {
+		name                 string
+		y                    []float64
+		s, factor, v, up, dn float64
+	}{
+		// A trend under a slow wave: the wave's autocorrelation inflates VarS.
+		{"trend+wave", wave, 230, 1.37317163371, 10115.6977017, 0.0113971004161, 0.989183532683},
+		// Negative autocorrelation: the factor is held at 1, never below.
+		{"zigzag", zigzag, 394, 1, 3128.66666667, 1.06210658972e-12, 0.999999999999},
+	}
+	for _, tt := range tests {
+		got := MannKendallHamedRao(tt.y)
+		if got.S != tt.s || !approxEqual(got.Correction, tt.factor, 1e-9) || !approxEqual(got.VarS, tt.v, 1e-9) ||
+			!approxEqual(got.PUp, tt.up, 1e-8) || !approxEqual(got.PDown, tt.dn, 1e-8) {
+			t.Errorf("%s: got S %v factor %.12g Var %.12g PUp %.12g PDown %.12g; want %v %.12g %.12g %.12g %.12g",
+				tt.name, got.S, got.Correction, got.VarS, got.PUp, got.PDown, tt.s, tt.factor, tt.v, tt.up, tt.dn)
+		}
+	}
+	// Short series are not corrected: the plain (exact) test comes back.
+	short := []float64{1, 3, 2, 4, 6, 5, 7, 8}
+	if got, want := MannKendallHamedRao(short), MannKendall(short); got != want {
+		t.Errorf("n=8: got %+v, want the plain test %+v", got, want)
 	}
 }
 

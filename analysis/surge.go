@@ -69,10 +69,19 @@ func (a *analyzer) errorSurge(inc *incarnation) (Finding, bool, bool) {
 				bestRate, bestErrs, bestLo = r, e, k
 			}
 		}
-		if bestLo < 0 || bestRate < math.Max(o.Factor*start, start+o.BurstMinRise) || bestErrs < float64(o.MinErrors) {
+		threshold := math.Max(o.Factor*start, start+o.BurstMinRise)
+		if bestLo < 0 || bestRate < threshold || bestErrs < float64(o.MinErrors) {
 			return Finding{}, false, false
 		}
+		// Widen the block over the neighbouring windows that are as bad.
 		lo, hi = bestLo, bestLo+b
+		for hi < n && errs[hi] >= threshold*reqs[hi] {
+			hi++
+		}
+		for lo > q && errs[lo-1] >= threshold*reqs[lo-1] {
+			lo--
+		}
+		bestRate, bestErrs = pooled(lo, hi)
 		end, endErrs = bestRate, bestErrs
 		after := math.NaN()
 		if hi < n {

@@ -29,7 +29,12 @@ import (
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	persistencesql "go.temporal.io/server/common/persistence/sql"
+	"go.temporal.io/server/common/persistence/sql/sqlplugin"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/resolver"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 )
@@ -76,6 +81,7 @@ type Server struct {
 	address   string
 	namespace string
 	dbPath    string
+	lock      *dirLock
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -110,11 +116,24 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	sqlCfg := cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL
 
+	lock, err := lockDataDir(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("start temporal dev server: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.release()
+		}
+	}()
+
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			_ = os.Remove(dbPath) // a half-made file would be taken as set up next time
 			return nil, fmt.Errorf("start temporal dev server: set up schema in %s: %w", dbPath, err)
 		}
+	} else if err := forgetMembers(sqlCfg); err != nil {
+		return nil, fmt.Errorf("start temporal dev server: %w", err)
 	}
 	ns, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, nil)
 	if err != nil {
@@ -140,7 +159,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("start temporal dev server on %s: %w", dbPath, err)
 	}
-	s := &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port)), namespace: opts.Namespace, dbPath: dbPath}
+	s := &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port)), namespace: opts.Namespace, dbPath: dbPath, lock: lock}
+	started = true
 	if err := waitAccepting(ctx, s.address); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("start temporal dev server: %w", err)
@@ -165,6 +185,7 @@ func (s *Server) Stop() error {
 		if err := s.srv.Stop(); err != nil {
 			s.stopErr = fmt.Errorf("stop temporal dev server: %w", err)
 		}
+		s.lock.release()
 	})
 	return s.stopErr
 }
@@ -272,6 +293,24 @@ func serverConfig(dbPath string, frontend int) (*config.Config, error) {
 		// The server's own internal clients (the worker service) dial this.
 		PublicClient: config.PublicClient{HostPort: frontendAddr},
 	}, nil
+}
+
+// forgetMembers empties the membership table of an existing file. The
+// previous process's services are still listed there (with their old ports)
+// until their records expire, and the new services would route requests to
+// them for up to a minute: a workflow that was waiting when the server
+// stopped would stall that long after a restart. The data directory lock
+// guarantees that nobody else serves this file.
+func forgetMembers(cfg *config.SQL) error {
+	db, err := persistencesql.NewSQLAdminDB(sqlplugin.DbKindUnknown, cfg, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", cfg.DatabaseName, err)
+	}
+	defer db.Close()
+	if err := db.Exec("DELETE FROM cluster_membership"); err != nil {
+		return fmt.Errorf("reset cluster membership in %s: %w", cfg.DatabaseName, err)
+	}
+	return nil
 }
 
 // waitAccepting waits until addr accepts TCP connections. Start returns only

@@ -46,7 +46,8 @@ type endpoint struct {
 type httpConn struct {
 	ep   *endpoint
 	conn net.Conn
-	rd   io.Reader // conn, or a test reader
+	rd   io.Reader // sock, or a test reader
+	wr   io.Writer // sock
 
 	wbuf []byte
 	rbuf []byte
@@ -99,7 +100,12 @@ func (h *httpConn) dial(deadline time.Time) window.Class {
 	if err != nil {
 		return classify(err)
 	}
-	h.conn, h.rd = c, c
+	sock, err := newSockIO(c)
+	if err != nil {
+		_ = c.Close()
+		return window.Other
+	}
+	h.conn, h.rd, h.wr = c, sock, sock
 	h.reused = false
 	h.r, h.w = 0, 0
 	return window.OK
@@ -109,7 +115,7 @@ func (h *httpConn) dial(deadline time.Time) window.Class {
 func (h *httpConn) close() {
 	if h.conn != nil {
 		_ = h.conn.Close()
-		h.conn, h.rd = nil, nil
+		h.conn, h.rd, h.wr = nil, nil, nil
 	}
 	h.r, h.w = 0, 0
 }
@@ -120,7 +126,7 @@ func (h *httpConn) exchange(req *scenarios.Rendered, wantBody bool, deadline tim
 		return 0, nil, err
 	}
 	h.wbuf = appendRequest(h.wbuf[:0], h.ep, req)
-	if _, err := h.conn.Write(h.wbuf); err != nil {
+	if _, err := h.wr.Write(h.wbuf); err != nil {
 		return 0, nil, err
 	}
 	status, keep, err := h.readResponse(req.Method == "HEAD", wantBody)

@@ -50,6 +50,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,8 +90,8 @@ type Options struct {
 	// model's schedule continue from FirstIndex*Load.Window.
 	FirstIndex int
 
-	// Metrics receives live metrics; nil means none. See the package's
-	// metric names in metrics.go.
+	// Metrics receives live metrics (MetricRequests and the others); nil
+	// means none.
 	Metrics *metrics.Set
 	// Logger gets a few lines per run (start, stop, first setup failures);
 	// never one per request. Nil means silent.
@@ -180,7 +181,7 @@ func newEndpoint(ctx context.Context, u *url.URL) (*endpoint, error) {
 		port = "80"
 	}
 	var ip net.IP
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 		if err != nil || len(addrs) == 0 {
 			return nil, invalidf("target %s: cannot resolve localhost: %v", u.Redacted(), err)
@@ -210,23 +211,23 @@ func newEndpoint(ctx context.Context, u *url.URL) (*endpoint, error) {
 
 // run is the state of one Run.
 type run struct {
-	opts     Options
-	plan     *scenarios.Plan
-	ep       *endpoint
-	log      *slog.Logger
-	live     *liveMetrics
-	rec      *recorder
-	picker   *picker
-	open     bool
-	ramp     ramp
-	timeout  time.Duration
-	window   time.Duration
-	base     time.Duration // FirstIndex * window
-	length   time.Duration // how long this incarnation drives; 0 = until cancelled
-	numVUs   int
-	setupAt  int // slot of the first setup step; ops are slots [0, len(Ops))
-	seed     uint64
-	warned   []atomic.Bool // per setup step: failure already logged
+	opts         Options
+	plan         *scenarios.Plan
+	ep           *endpoint
+	log          *slog.Logger
+	live         *liveMetrics
+	rec          *recorder
+	picker       *picker
+	open         bool
+	ramp         ramp
+	timeout      time.Duration
+	window       time.Duration
+	base         time.Duration // FirstIndex * window
+	length       time.Duration // how long this incarnation drives; 0 = until cancelled
+	numVUs       int
+	setupAt      int // slot of the first setup step; ops are slots [0, len(Ops))
+	seed         uint64
+	warned       []atomic.Bool // per setup step: failure already logged
 	renderWarned atomic.Bool
 
 	start    time.Time
@@ -460,7 +461,7 @@ func (r *run) run(ctx context.Context, sink func(window.Window) error) (Result, 
 		if res.Stopped || last {
 			break
 		}
-		q.push(r.close(idx, r.start.Add(offset-r.window), r.start.Add(offset), false))
+		q.push(r.close(idx, r.start.Add(offset-r.window), r.start.Add(offset)))
 		idx++
 	}
 
@@ -473,7 +474,7 @@ func (r *run) run(ctx context.Context, sink func(window.Window) error) (Result, 
 		v.conn.close()
 	}
 	end := time.Now()
-	q.push(r.close(idx, r.start.Add(time.Duration(idx-r.opts.FirstIndex)*r.window), end, true))
+	q.push(r.close(idx, r.start.Add(time.Duration(idx-r.opts.FirstIndex)*r.window), end))
 	q.finish()
 	<-sinkDone
 	res.End = end
@@ -491,7 +492,7 @@ func (r *run) model() string {
 }
 
 // close collects window idx covering [start, end).
-func (r *run) close(idx int, start, end time.Time, final bool) window.Window {
+func (r *run) close(idx int, start, end time.Time) window.Window {
 	w := window.Window{
 		RunID:       r.opts.RunID,
 		Incarnation: r.opts.Incarnation,
@@ -515,9 +516,6 @@ func (r *run) close(idx int, start, end time.Time, final bool) window.Window {
 		w.VUs = int(r.busy.Load())
 	} else {
 		w.VUs = int(r.active.Load())
-	}
-	if final {
-		w.VUs = 0
 	}
 	r.log.Debug("window", "index", idx, "requests", w.Requests, "errors", w.Errors.Total(), "dropped", w.Dropped, "rps", w.RPS)
 	return w

@@ -19,7 +19,8 @@
 //   - process: a local target's /proc process tree (ProcessTree: the process,
 //     its descendants and its process group; reaped children through
 //     cutime/cstime), or a container's cgroup through the Docker API
-//     (ContainerStats, one-shot stats).
+//     (ContainerStats: a kept-open stats stream, since every stats call waits
+//     for the engine's one-second tick).
 //   - heap: a Prometheus gauge scraped from the target (MetricScraper,
 //     default go_gc_heap_live_bytes at /metrics); a forced-GC hook every N
 //     windows (GCHookClient, default POST /debug/gc every 5 windows); a
@@ -33,4 +34,8 @@
 // zero), is logged once (then at most one reminder per ReminderInterval) and
 // listed by Problems; the soak goes on. A Sample takes at most
 // min(1 s, window/4): probes run concurrently, each under that deadline.
+//
+// Measured (BenchmarkSample, 2 loaded cores): a Sample with the process tree
+// takes ~3.5 ms (a scan of /proc), plus the heap metric and a GC hook ~3 ms,
+// plus the database ~10 ms, plus a Node.js inspector's forced GC ~70 ms.
 package probes

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -128,3 +130,16 @@ func startHelperTree(t testing.TB, mode string) (*exec.Cmd, io.WriteCloser, *buf
 	})
 	return c, in, bufio.NewReader(out)
 }
+
+// freePort returns a loopback TCP port that nothing listens on (now).
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,8 +41,9 @@ type PGTable struct {
 type PGStatsReader struct {
 	dsn string
 
-	mu   sync.Mutex
-	conn *pgx.Conn
+	mu       sync.Mutex
+	conn     *pgx.Conn
+	connects int // connections opened, for tests
 }
 
 // NewPGStatsReader returns a reader for the database at dsn (a PostgreSQL
@@ -59,33 +61,46 @@ const (
 	pgDatabaseQuery = `SELECT tup_returned, xact_commit FROM pg_stat_database WHERE datname = current_database()`
 )
 
-// Read takes one reading. pg_stat_clear_snapshot() comes first, so a
-// snapshot cached by stats_fetch_consistency is never reused; both views are
-// read in one implicit transaction (one batch), from one snapshot.
+// Read takes one reading, in one round trip. pg_stat_clear_snapshot() comes
+// first, so statistics cached by stats_fetch_consistency are never reused.
 func (r *PGStatsReader) Read(ctx context.Context) (PGStats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.conn == nil || r.conn.IsClosed() {
-		cfg, err := pgx.ParseConfig(r.dsn)
-		if err != nil {
-			return PGStats{}, fmt.Errorf("database probe: parse dsn: %w", err)
+	// A connection that was open before this call may have been closed by
+	// the server since (a restart, pg_terminate_backend): then reconnect and
+	// try once more, so one dropped connection does not cost a window.
+	for attempt := 0; ; attempt++ {
+		reused := r.conn != nil && !r.conn.IsClosed()
+		if !reused {
+			cfg, err := pgx.ParseConfig(r.dsn)
+			if err != nil {
+				return PGStats{}, fmt.Errorf("database probe: parse dsn: %w", err)
+			}
+			cfg.RuntimeParams["application_name"] = ApplicationName
+			conn, err := pgx.ConnectConfig(ctx, cfg)
+			if err != nil {
+				return PGStats{}, fmt.Errorf("database probe: connect: %w", err)
+			}
+			r.conn = conn
+			r.connects++
 		}
-		cfg.RuntimeParams["application_name"] = "longhaul-probes"
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return PGStats{}, fmt.Errorf("database probe: connect: %w", err)
+		st, err := r.read(ctx)
+		if err == nil {
+			return st, nil
 		}
-		r.conn = conn
-	}
-	st, err := r.read(ctx)
-	if err != nil {
-		// The connection may be mid-protocol after a cancelled read: start afresh.
-		r.conn.Close(context.WithoutCancel(ctx))
+		// The connection may be mid-protocol after a failed read: start afresh.
+		closeCtx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		r.conn.Close(closeCtx)
+		cancel()
 		r.conn = nil
-		return PGStats{}, fmt.Errorf("database probe: %w", err)
+		if !reused || attempt > 0 || ctx.Err() != nil {
+			return PGStats{}, fmt.Errorf("database probe: %w", err)
+		}
 	}
-	return st, nil
 }
+
+// ApplicationName is the application_name of the probe's connection.
+const ApplicationName = "longhaul-probes"
 
 func (r *PGStatsReader) read(ctx context.Context) (PGStats, error) {
 	var b pgx.Batch

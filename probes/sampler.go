@@ -302,32 +302,44 @@ func (s *Sampler) Start(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	for _, src := range s.sources {
-		var err error
+	// The probes start concurrently, so one slow to answer does not eat the
+	// others' time.
+	readings := make([]reading, len(s.sources))
+	ran := make([]bool, len(s.sources))
+	var wg sync.WaitGroup
+	for i, src := range s.sources {
+		if src.name == ProbeGCHook {
+			continue // a GC is not forced before load starts
+		}
+		if !src.busy.CompareAndSwap(false, true) {
+			continue // Start after Sample: a reading is already running
+		}
+		ran[i] = true
+		wg.Go(func() {
+			defer src.busy.Store(false)
+			if src.name == ProbeInspector {
+				readings[i].err = s.insp.Connect(ctx)
+				return
+			}
+			readings[i] = src.read(ctx, nil, time.Time{})
+		})
+	}
+	wg.Wait()
+	for i, src := range s.sources {
+		if !ran[i] {
+			continue
+		}
+		r := readings[i]
+		if r.err != nil {
+			s.failed(src, fmt.Errorf("at start: %w", r.err))
+			continue
+		}
+		s.succeeded(src)
 		switch src.name {
 		case ProbeProcess:
-			var r reading
-			if r = s.readProcess(ctx, nil, time.Time{}); r.err == nil {
-				s.cpuPrev, s.cpuSeq = r.proc, s.seq
-			}
-			err = r.err
+			s.cpuPrev, s.cpuSeq = r.proc, s.seq
 		case ProbeDatabase:
-			var r reading
-			if r = s.readDatabase(ctx, nil, time.Time{}); r.err == nil {
-				s.pgPrev, s.pgSeq = r.pg, s.seq
-			}
-			err = r.err
-		case ProbeMetric:
-			err = s.readMetric(ctx, nil, time.Time{}).err
-		case ProbeInspector:
-			err = s.insp.Connect(ctx)
-		default:
-			continue // a GC hook is not forced before load starts
-		}
-		if err != nil {
-			s.failed(src, fmt.Errorf("at start: %w", err))
-		} else {
-			s.succeeded(src)
+			s.pgPrev, s.pgSeq = r.pg, s.seq
 		}
 	}
 }
@@ -338,7 +350,9 @@ func (s *Sampler) Start(ctx context.Context) {
 // its fields nil and is logged as described on Config.Logger. Probes run
 // concurrently; a probe whose previous reading is still running is skipped.
 // Deltas (CPU, database) are only given when the previous window was read
-// too, so a reading never spans more than one window.
+// too, so a reading never spans more than one window. The readings use ctx:
+// for the last window of a run that is being stopped, pass a context that
+// is not cancelled yet (context.WithoutCancel).
 func (s *Sampler) Sample(ctx context.Context, w *window.Window) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

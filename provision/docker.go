@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -19,6 +20,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 
@@ -33,8 +35,16 @@ type Docker struct {
 	opts    Options
 	cli     client.APIClient
 	tcLog   tcLogger
-	buildMu sync.Mutex // one image build at a time: a second run of the same commit waits and reuses
+	buildMu sync.Mutex   // one image build at a time: a second run of the same commit waits and reuses
+	builds  atomic.Int64 // images built (not reused), for tests
+
+	pullMu     sync.Mutex
+	pullFailed map[string]time.Time // ref → when a pull of it last failed
 }
+
+// pullRetryAfter is how long a failed pull is not retried: where no
+// registry answers, every provision would otherwise wait for it again.
+const pullRetryAfter = 10 * time.Minute
 
 var (
 	_ Provisioner = (*Docker)(nil)
@@ -48,8 +58,8 @@ var (
 // and is one line naming the local provider.
 func NewDocker(ctx context.Context, opts Options) (*Docker, error) {
 	opts = opts.withDefaults()
-	disableRyuk()
 	lg := tcLogger{opts.Logger}
+	configureTestcontainers(lg)
 	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(lg))
 	if err != nil {
 		return nil, noEngine(err)
@@ -69,13 +79,25 @@ func noEngine(err error) error {
 	return fmt.Errorf("%w (%s): use `provider: local` in the scenario (or --provider local) to run the target as a local process", ErrNoEngine, oneLine(err))
 }
 
-var ryukOnce sync.Once
+var configureOnce sync.Once
 
-// disableRyuk sets TESTCONTAINERS_RYUK_DISABLED=true (exactly "true":
-// testcontainers accepts no other spelling) before testcontainers reads its
-// configuration, which it does once per process.
-func disableRyuk() {
-	ryukOnce.Do(func() { _ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true") })
+// configureTestcontainers sets, once per process and before testcontainers
+// reads its configuration (which it also does once per process):
+//   - TESTCONTAINERS_RYUK_DISABLED=true (exactly "true": testcontainers
+//     accepts no other spelling), the Ryuk policy of the package doc;
+//   - TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 unless set: ports are published
+//     on 127.0.0.1 only, and testcontainers would otherwise probe them on the
+//     bridge gateway when /.dockerenv exists (a worker in a container that
+//     shares the host's network and engine);
+//   - its default logger to lg, so its banner does not land on stderr.
+func configureTestcontainers(lg tcLogger) {
+	configureOnce.Do(func() {
+		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+		if _, ok := os.LookupEnv("TESTCONTAINERS_HOST_OVERRIDE"); !ok {
+			_ = os.Setenv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
+		}
+		tclog.SetDefault(lg)
+	})
 }
 
 // tcLogger sends testcontainers' log lines to slog at debug level.
@@ -118,15 +140,31 @@ func (d *Docker) ensureImage(ctx context.Context, ref, what string) error {
 	if d.imagePresent(ctx, ref) {
 		return nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, d.opts.PullTimeout)
-	defer cancel()
-	d.opts.Logger.Info("pulling image", "image", ref)
-	err := d.pull(pctx, ref)
-	if err == nil && d.imagePresent(ctx, ref) {
-		return nil
-	}
-	if err == nil {
-		err = errors.New("pull finished but the image is absent")
+	d.pullMu.Lock()
+	failedAt, failed := d.pullFailed[ref]
+	d.pullMu.Unlock()
+	var err error
+	if failed && time.Since(failedAt) < pullRetryAfter {
+		err = fmt.Errorf("a pull failed %s ago", time.Since(failedAt).Round(time.Second))
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, d.opts.PullTimeout)
+		defer cancel()
+		d.opts.Logger.Info("pulling image", "image", ref)
+		err = d.pull(pctx, ref)
+		if err == nil && d.imagePresent(ctx, ref) {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("pull finished but the image is absent")
+		}
+		if ctx.Err() == nil { // the pull failed, not the caller's context
+			d.pullMu.Lock()
+			if d.pullFailed == nil {
+				d.pullFailed = map[string]time.Time{}
+			}
+			d.pullFailed[ref] = time.Now()
+			d.pullMu.Unlock()
+		}
 	}
 	return fmt.Errorf("%w: %s %s is not present and cannot be pulled (%s): build it locally (scripts/offline-images.sh builds longhaul's offline images) or name a local image", ErrImageMissing, what, ref, oneLine(err))
 }
@@ -242,11 +280,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		}
 	}()
 
-	nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(labels))
-	if err != nil {
-		return env, fmt.Errorf("create network: %w", err)
+	netName := "longhaul-" + env.ID
+	if _, err := d.cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{Driver: "bridge", Labels: labels}); err != nil {
+		return env, fmt.Errorf("create network %s: %w", netName, err)
 	}
-	env.Network = nw.Name
+	env.Network = netName
 
 	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation}
 	if kind == "postgres" {
@@ -289,7 +327,7 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		testcontainers.WithLogger(d.tcLog),
 		testcontainers.WithEnv(envMap),
 		testcontainers.WithLabels(labels),
-		tcnetwork.WithNetwork([]string{"target"}, nw),
+		tcnetwork.WithNetworkName([]string{"target"}, netName),
 		testcontainers.WithExposedPorts(portSpec),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.PortBindings = loopbackBinding(portSpec)
@@ -325,9 +363,10 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	return env, nil
 }
 
-// readyLine is what PostgreSQL logs when it accepts connections. The
-// official image logs it twice (a temporary server runs the init scripts);
-// the offline image once.
+// readyLine is what PostgreSQL logs when it accepts connections. On a first
+// start, the official image logs it twice (a temporary server runs the init
+// scripts, then the real one starts); so does the offline image, whose
+// entrypoint mirrors it.
 const readyLine = "database system is ready to accept connections"
 
 // pgDataDir is where the database's labelled volume is mounted; PGDATA is a
@@ -342,12 +381,8 @@ func (d *Docker) startPostgres(ctx context.Context, env Environment, img string,
 	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: labels}); err != nil {
 		return nil, nil, fmt.Errorf("start postgres: create volume: %w", err)
 	}
-	occurrences := 2
-	if offline {
-		occurrences = 1
-	}
-	d.opts.Logger.Info("starting postgres", "env", env.ID, "image", img)
-	ctr, err := runPostgres(ctx, img, occurrences,
+	d.opts.Logger.Info("starting postgres", "env", env.ID, "image", img, "offline", offline)
+	ctr, err := runPostgres(ctx, img, 2,
 		testcontainers.WithLogger(d.tcLog),
 		testcontainers.WithEnv(map[string]string{
 			"POSTGRES_USER":     usr,

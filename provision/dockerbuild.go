@@ -89,6 +89,7 @@ func (d *Docker) buildFromGit(ctx context.Context, b *scenarios.Build) (image, c
 
 	start := time.Now()
 	log.Info("building target image", "repo", repo, "ref", ref, "commit", commit)
+	d.builds.Add(1)
 	resp, err := d.cli.ImageBuild(ctx, tarFile, client.ImageBuildOptions{
 		Tags:        []string{image},
 		Dockerfile:  dockerfile,
@@ -106,8 +107,8 @@ func (d *Docker) buildFromGit(ctx context.Context, b *scenarios.Build) (image, c
 			withTail(oneLine(err), "the build log", tail.String()))
 	}
 	if !d.imagePresent(ctx, image) {
-		return "", "", fmt.Errorf("%w: target image %s: the build ended without the image; %s", ErrBuild, image,
-			withTail("", "the build log", tail.String()))
+		return "", "", fmt.Errorf("%w: target image %s: %s", ErrBuild, image,
+			withTail("the build ended without the image", "the build log", tail.String()))
 	}
 	log.Info("target image built", "seconds", time.Since(start).Seconds())
 	return image, commit, nil

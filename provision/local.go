@@ -155,7 +155,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		timeout = DefaultHealthTimeout
 	}
 	if err := waitReady(ctx, env.TargetURL, t.Health, timeout, exited); err != nil {
-		return env, fmt.Errorf("target %s: %s", env.TargetURL, withTail(err.Error(), "its log", lastLines(logPath, 20)))
+		return env, fmt.Errorf("target %s: %w", env.TargetURL, errWithTail(err, "its log", lastLines(logPath, 20)))
 	}
 	log.Info("target ready", "url", env.TargetURL)
 	return env, writeState(envDir, env)
@@ -347,8 +347,12 @@ func waitReady(ctx context.Context, baseURL, health string, timeout time.Duratio
 	interval := 20 * time.Millisecond
 	var last error
 	for {
-		if last = probeOnce(ctx, baseURL, health); last == nil {
+		err := probeOnce(ctx, baseURL, health)
+		if err == nil {
 			return nil
+		}
+		if ctx.Err() == nil || last == nil { // not the deadline's own error
+			last = err
 		}
 		select {
 		case <-exited:

@@ -137,7 +137,7 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 			log.Info("postgres port taken; retrying", "port", port)
 			continue
 		}
-		return localDB{}, fmt.Errorf("start postgres: %s", withTail(err.Error(), "its log", tail))
+		return localDB{}, fmt.Errorf("start postgres: %w", errWithTail(err, "its log", tail))
 	}
 
 	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)

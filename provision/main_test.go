@@ -22,7 +22,8 @@ const helperEnv = "LONGHAUL_PROVISION_TEST_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "provision":
-		// Provision a local environment from the JSON request on stdin,
+		// Provision an environment (local, or docker with
+		// LONGHAUL_TEST_PROVIDER=docker) from the JSON request on stdin,
 		// print the Environment, then wait to be killed: the "worker" that
 		// dies under its target.
 		var req Request
@@ -30,8 +31,17 @@ func TestMain(m *testing.M) {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		l := NewLocal(Options{DataDir: os.Getenv("LONGHAUL_TEST_DATA"), StopGrace: time.Second})
-		env, err := l.Provision(context.Background(), req)
+		opts := Options{DataDir: os.Getenv("LONGHAUL_TEST_DATA"), StopGrace: time.Second}
+		var p Provisioner = NewLocal(opts)
+		if os.Getenv("LONGHAUL_TEST_PROVIDER") == "docker" {
+			d, err := NewDocker(context.Background(), opts)
+			if err != nil {
+				fmt.Println("error:", err)
+				os.Exit(1)
+			}
+			p = d
+		}
+		env, err := p.Provision(context.Background(), req)
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
@@ -39,10 +49,6 @@ func TestMain(m *testing.M) {
 		b, _ := json.Marshal(env)
 		fmt.Println(string(b))
 		select {}
-	case "noengine":
-		_, err := NewDocker(context.Background(), Options{})
-		fmt.Println(err)
-		os.Exit(0)
 	}
 	code := m.Run()
 	if targetDir != "" {

@@ -205,6 +205,18 @@ func withTail(msg, what, tail string) string {
 	return msg + "; last lines of " + what + ":\n" + tail
 }
 
+// errWithTail adds the last lines of a log to err's message; errors.Is and
+// errors.As still see err.
+func errWithTail(err error, what, tail string) error { return &tailError{err, what, tail} }
+
+type tailError struct {
+	err        error
+	what, tail string
+}
+
+func (e *tailError) Error() string { return withTail(e.err.Error(), e.what, e.tail) }
+func (e *tailError) Unwrap() error { return e.err }
+
 // tailBuffer is an io.Writer that keeps the last n lines written to it.
 type tailBuffer struct {
 	n     int

@@ -5,11 +5,17 @@
 //
 // Recipe:
 //
-//  1. Pick a provider with New (or Docker / Local directly).
+//  1. Pick a provider with New (or NewDocker / NewLocal directly).
 //  2. Provision(ctx, Request) returns an Environment: the loopback URL to
 //     drive, the database's DSN, and the ids needed to probe and remove it.
-//  3. Teardown(ctx, env) removes everything; Sweep removes leftovers of runs
-//     that are no longer running (labelled containers, networks, volumes).
+//  3. Teardown(ctx, env) removes everything; Check(ctx, env) tells whether a
+//     resumed drive can reuse it; Sweep removes leftovers of runs that are no
+//     longer running (labelled containers, networks, volumes; local
+//     processes and directories).
+//
+// Errors wrap ErrInvalidSpec (the user's to fix), ErrNoEngine,
+// ErrImageMissing, ErrBuild, ErrNotReady (with the last lines of the build
+// or container log) or ErrGone (Check), and say what to do.
 //
 // Environments are plain data (JSON), so they travel in Temporal activity
 // results and the run record; any worker on the same host can tear one down.

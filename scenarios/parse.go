@@ -23,8 +23,11 @@ const (
 	// MaxDepth is the deepest nesting of mappings and lists accepted.
 	MaxDepth = 64
 	// MaxNodes bounds the YAML nodes visited with every alias expanded, which
-	// refuses "billion laughs" documents before anything is decoded.
-	MaxNodes = 200_000
+	// refuses "billion laughs" documents before anything is decoded. Files
+	// with more structural bytes (lines, commas, brackets, colons, dashes)
+	// than this are refused before they are parsed, which bounds the
+	// parser's own work.
+	MaxNodes = 100_000
 )
 
 // Defaults filled in by Parse.
@@ -66,6 +69,10 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	el := &errorList{file: source}
 	if len(data) > MaxFileBytes {
 		el.addf(0, 0, "file is larger than %d bytes (1 MiB); scenario files are small", MaxFileBytes)
+		return nil, el.err()
+	}
+	if structuralBytes(data) > MaxNodes {
+		el.addf(0, 0, "file has more than %d lines, commas, brackets, colons and dashes; scenario files are small", MaxNodes)
 		return nil, el.err()
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -145,6 +152,19 @@ func setLines(s *Scenario, loc locator) {
 	for i := range s.Ops {
 		s.Ops[i].Line, _ = loc.at("ops", i)
 	}
+}
+
+// structuralBytes counts the bytes that can start or separate YAML nodes: an
+// upper bound, within a small factor, of the nodes the parser would build.
+func structuralBytes(data []byte) int {
+	n := 0
+	for _, c := range data {
+		switch c {
+		case '\n', ',', '[', '{', ':', '-':
+			n++
+		}
+	}
+	return n
 }
 
 type treeError struct {
@@ -336,6 +356,17 @@ func describeGoType(t string) string {
 // keys (string) and list indices (int), for error messages.
 type locator struct{ root *yaml.Node }
 
+// node returns the node at path, or nil.
+func (l locator) node(path ...any) *yaml.Node {
+	n := l.root
+	for _, p := range path {
+		if n = child(n, p); n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
 // at returns the line and column of the value at path, or of its nearest
 // ancestor that exists.
 func (l locator) at(path ...any) (line, col int) {
@@ -351,26 +382,6 @@ func (l locator) at(path ...any) (line, col int) {
 		n = next
 	}
 	return n.Line, n.Column
-}
-
-// keyAt returns the position of the key at the end of path (the mapping key,
-// not its value), falling back to at.
-func (l locator) keyAt(path ...any) (line, col int) {
-	if len(path) == 0 {
-		return l.at()
-	}
-	parent := l.root
-	for _, p := range path[:len(path)-1] {
-		if parent = child(parent, p); parent == nil {
-			return l.at(path...)
-		}
-	}
-	if k, ok := path[len(path)-1].(string); ok {
-		if kn := mapKey(parent, k, 0); kn != nil {
-			return kn.Line, kn.Column
-		}
-	}
-	return l.at(path...)
 }
 
 func deref(n *yaml.Node) *yaml.Node {

@@ -151,8 +151,11 @@ func (c *compiler) action(st *Step, weight int, what string) *Action {
 	for _, cp := range st.Capture {
 		cc := capture{path: compilePath(cp.JSON), varIdx: -1, each: cp.Each}
 		switch {
-		case cp.Var != "":
+		case cp.Var != "" && !cp.Each:
 			cc.varIdx = c.varIndex(cp.Var)
+		case cp.Each && cp.Pool == "":
+			c.errf("capture of %q with each: true needs pool", cp.JSON)
+			continue
 		case cp.Pool != "":
 			cc.pool = c.plan.Pools.get(cp.Pool)
 		default:

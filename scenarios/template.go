@@ -58,29 +58,40 @@ var templateFuncs = map[string]int{"vu": 0, "seq": 0, "uuid": 0, "randInt": 2, "
 
 const knownFuncs = "vu, seq, uuid, randInt, randString, pick, take"
 
-// parseTemplate parses s into parts. Adjacent literal text is merged.
-func parseTemplate(s string) ([]part, error) {
+// parseTemplate parses src into parts. Adjacent literal text is merged.
+// Parsing is linear in len(src), so a 1 MiB template costs milliseconds.
+func parseTemplate(src string) ([]part, error) {
+	const envOpen = "${env:"
 	var parts []part
-	lit := func(t string) {
-		if t == "" {
-			return
+	var lit strings.Builder // literal text not yet added to parts
+	flush := func() {
+		if lit.Len() > 0 {
+			parts = append(parts, part{kind: partLit, text: lit.String()})
+			lit.Reset()
 		}
-		if n := len(parts); n > 0 && parts[n-1].kind == partLit {
-			parts[n-1].text += t
-			return
-		}
-		parts = append(parts, part{kind: partLit, text: t})
 	}
-	for len(s) > 0 {
-		i := strings.Index(s, "{{")
-		j := strings.Index(s, "${env:")
+	// next returns the position of sub at or after pos, reusing cached (a
+	// position found earlier, -1 for none, -2 for not searched yet) while it
+	// is still ahead: each byte of src is searched once.
+	next := func(cached, pos int, sub string) int {
+		if cached == -1 || cached >= pos {
+			return cached
+		}
+		if k := strings.Index(src[pos:], sub); k >= 0 {
+			return pos + k
+		}
+		return -1
+	}
+	action, env := -2, -2
+	for pos := 0; pos < len(src); {
+		action, env = next(action, pos, "{{"), next(env, pos, envOpen)
 		switch {
-		case i < 0 && j < 0:
-			lit(s)
-			s = ""
-		case j >= 0 && (i < 0 || j < i):
-			lit(s[:j])
-			rest := s[j+len("${env:"):]
+		case action < 0 && env < 0:
+			lit.WriteString(src[pos:])
+			pos = len(src)
+		case env >= 0 && (action < 0 || env < action):
+			lit.WriteString(src[pos:env])
+			rest := src[env+len(envOpen):]
 			end := strings.IndexByte(rest, '}')
 			if end < 0 {
 				return nil, fmt.Errorf("unclosed ${env: (write ${env:NAME})")
@@ -89,22 +100,25 @@ func parseTemplate(s string) ([]part, error) {
 			if !identRE.MatchString(name) {
 				return nil, fmt.Errorf("${env:%s}: %q is not an environment variable name", name, name)
 			}
+			flush()
 			parts = append(parts, part{kind: partEnv, text: name})
-			s = rest[end+1:]
+			pos = len(src) - len(rest) + end + 1
 		default:
-			lit(s[:i])
-			p, rest, err := parseAction(s[i+2:])
+			lit.WriteString(src[pos:action])
+			p, rest, err := parseAction(src[action+2:])
 			if err != nil {
 				return nil, err
 			}
 			if p.kind == partLit {
-				lit(p.text)
+				lit.WriteString(p.text)
 			} else {
+				flush()
 				parts = append(parts, p)
 			}
-			s = rest
+			pos = len(src) - len(rest)
 		}
 	}
+	flush()
 	return parts, nil
 }
 

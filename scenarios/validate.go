@@ -11,7 +11,20 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
+
+// Validate checks s as Parse does and fills in the same defaults. Use it on a
+// scenario built in Go, decoded from JSON, or changed after parsing (say, by
+// command-line overrides of its load); zero values count as "not given".
+// Problems are returned as Errors, located by each step's Line when known.
+func (s *Scenario) Validate() error {
+	el := &errorList{file: s.Source}
+	v := validator{el: el, s: s}
+	v.validate()
+	return el.err()
+}
 
 // validator checks a decoded scenario, fills in defaults, and reports every
 // problem with the line of the value it concerns.
@@ -32,6 +45,18 @@ type ref struct {
 
 func (v *validator) errf(path []any, format string, args ...any) {
 	line, col := v.loc.at(path...)
+	if v.loc.root == nil && len(path) >= 2 {
+		// No YAML tree (Validate on a scenario built in code or decoded from
+		// JSON): the step's recorded line is the best there is.
+		if i, ok := path[1].(int); ok {
+			switch {
+			case path[0] == "setup" && i < len(v.s.Setup):
+				line = v.s.Setup[i].Line
+			case path[0] == "ops" && i < len(v.s.Ops):
+				line = v.s.Ops[i].Line
+			}
+		}
+	}
 	v.el.addf(line, col, format, args...)
 }
 
@@ -148,7 +173,7 @@ func (v *validator) validateLoad() {
 		l.VUs = DefaultVUs
 	}
 
-	if v.has("load", "duration") && l.Duration <= 0 {
+	if l.Duration < 0 || (l.Duration == 0 && v.has("load", "duration")) {
 		v.errf(lp("duration"), "duration must be > 0, got %s", l.Duration)
 	} else if l.Duration == 0 {
 		l.Duration = DefaultDuration
@@ -159,7 +184,7 @@ func (v *validator) validateLoad() {
 	if staged > l.Duration.D() && l.Duration > 0 {
 		v.errf(lp("stages"), "stages last %s, longer than duration %s", staged, l.Duration)
 	}
-	if v.has("load", "window") && l.Window <= 0 {
+	if l.Window < 0 || (l.Window == 0 && v.has("load", "window")) {
 		v.errf(lp("window"), "window must be > 0, got %s", l.Window)
 	} else if l.Window == 0 {
 		l.Window = min(DefaultWindow, l.Duration)
@@ -172,7 +197,7 @@ func (v *validator) validateLoad() {
 	} else if l.Warmup >= l.Duration && l.Duration > 0 {
 		v.errf(lp("warmup"), "warmup %s must be shorter than duration %s", l.Warmup, l.Duration)
 	}
-	if v.has("load", "timeout") && l.Timeout <= 0 {
+	if l.Timeout < 0 || (l.Timeout == 0 && v.has("load", "timeout")) {
 		v.errf(lp("timeout"), "timeout must be > 0, got %s", l.Timeout)
 	} else if l.Timeout == 0 {
 		l.Timeout = DefaultTimeout
@@ -191,7 +216,7 @@ func (v *validator) validateStep(base []any, st *Step) {
 	}
 	r := &st.Request
 	rp := join(base, "request")
-	if !v.has(join(base, "request")...) {
+	if v.loc.root != nil && !v.has(join(base, "request")...) {
 		v.errf(base, "%s: request is required (request: {method: GET, path: /items})", label)
 	}
 	if r.Method == "" {
@@ -203,7 +228,7 @@ func (v *validator) validateStep(base []any, st *Step) {
 	}
 	switch {
 	case r.Path == "":
-		if v.has(rp...) {
+		if v.loc.root == nil || v.has(rp...) {
 			v.errf(rp, "%s: request.path is required (path: /items)", label)
 		}
 	case !strings.HasPrefix(r.Path, "/"):
@@ -239,7 +264,7 @@ func (v *validator) validateStep(base []any, st *Step) {
 		v.template(join(rp, "body"), r.Body)
 	}
 	if r.JSON != nil {
-		v.jsonValue(join(rp, "json"), r.JSON, 0)
+		r.JSON = v.jsonValue(join(rp, "json"), r.JSON, 0)
 	}
 	for i, c := range st.Capture {
 		cp := join(base, "capture", i)
@@ -298,34 +323,41 @@ func (v *validator) template(path []any, s string) []part {
 	return parts
 }
 
-// jsonValue checks a request's json value: objects with string keys, finite
-// numbers, templated strings.
-func (v *validator) jsonValue(path []any, x any, depth int) {
+// jsonValue checks a request's json value (objects with string keys, finite
+// numbers, templated strings) and returns it with YAML timestamps turned back
+// into the strings they were written as: JSON has no timestamps.
+func (v *validator) jsonValue(path []any, x any, depth int) any {
 	if depth > MaxDepth {
 		v.errf(path, "json nested deeper than %d levels", MaxDepth)
-		return
+		return x
 	}
 	switch x := x.(type) {
 	case string:
 		v.template(path, x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			v.jsonValue(join(path, k), x[k], depth+1)
+			x[k] = v.jsonValue(join(path, k), x[k], depth+1)
 		}
 	case map[any]any:
 		v.errf(path, "json object keys must be strings")
 	case []any:
 		for i, e := range x {
-			v.jsonValue(join(path, i), e, depth+1)
+			x[i] = v.jsonValue(join(path, i), e, depth+1)
 		}
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			v.errf(path, "json cannot hold %v", x)
 		}
+	case time.Time:
+		if n := v.loc.node(path...); n != nil && n.Kind == yaml.ScalarNode {
+			return n.Value
+		}
+		return x.Format(time.RFC3339Nano)
 	case nil, bool, int, int64, uint64, float32:
 	default:
 		v.errf(path, "json cannot hold a %T", x)
 	}
+	return x
 }
 
 func validHeaderKey(k string) bool {

@@ -9,11 +9,12 @@
 #                                  PGDATA like the official postgres image.
 #   longhaul/demo-target:latest    examples/demo-target, a static Go binary FROM scratch.
 #
-# Usage: scripts/offline-images.sh [--force] [postgres|demo-target]...
+# Usage: scripts/offline-images.sh [--force] [--refresh] [postgres|demo-target]...
 #
 # With no image named, it builds both. It is idempotent: an image that exists is
-# skipped (the demo target is rebuilt when its sources changed); --force rebuilds.
-# The debootstrap root filesystem and its .deb cache live outside the repository,
+# skipped (the demo target is rebuilt when its sources changed); --force rebuilds
+# the images; --refresh also runs debootstrap again instead of reusing the root
+# filesystem it left. The root filesystem and its .deb cache live outside the repository,
 # in $LONGHAUL_OFFLINE_CACHE (default /var/cache/longhaul-offline when writable,
 # else ${TMPDIR:-/tmp}/longhaul-offline).
 #
@@ -27,16 +28,18 @@ readonly SUITE=bookworm
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 force=0
+refresh=0
 targets=()
 
 usage() {
-	echo "usage: $0 [--force] [postgres|demo-target]..." >&2
+	echo "usage: $0 [--force] [--refresh] [postgres|demo-target]..." >&2
 	exit 2
 }
 
 for arg in "$@"; do
 	case "$arg" in
 	--force) force=1 ;;
+	--refresh) force=1 refresh=1 ;;
 	postgres | demo-target) targets+=("$arg") ;;
 	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "offline-images: unknown argument $arg" >&2; usage ;;
@@ -71,6 +74,13 @@ quiet() {
 		die "$* failed"
 	fi
 	rm -f "$out"
+}
+
+# remove_replaced OLD_ID TAG removes the image TAG pointed to before a rebuild,
+# unless it is still TAG or a container uses it.
+remove_replaced() {
+	[[ -n $1 && $1 != "$(docker image inspect -f '{{.Id}}' "$2" 2>/dev/null)" ]] || return 0
+	docker image rm "$1" >/dev/null 2>&1 || true
 }
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -192,7 +202,7 @@ build_postgres() {
 	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
 	[[ $(id -u) == 0 ]] || die "debootstrap needs root"
 
-	if [[ $force == 1 || ! -f $rootfs/.longhaul-complete ]]; then
+	if [[ $refresh == 1 || ! -f $rootfs/.longhaul-complete ]]; then
 		rm -rf "$rootfs"
 		mkdir -p "$rootfs" "$debs"
 		log "debootstrap $SUITE with postgresql-15 from $mirror into $rootfs"
@@ -201,7 +211,7 @@ build_postgres() {
 			{ tail -n 20 "$cache_dir/debootstrap.log" >&3; die "debootstrap failed (log: $cache_dir/debootstrap.log)"; }
 		touch "$rootfs/.longhaul-complete"
 	else
-		log "reusing root filesystem $rootfs"
+		log "reusing root filesystem $rootfs (--refresh runs debootstrap again)"
 	fi
 
 	log "trimming the root filesystem"
@@ -224,7 +234,8 @@ build_postgres() {
 	# which a one-step local Dockerfile adds (no context, nothing pulled; each
 	# legacy-builder step costs ~10 s here, so there is only one). The base tag
 	# is removed afterwards.
-	local base=${PG_IMAGE}-rootfs
+	local base=${PG_IMAGE}-rootfs old
+	old=$(docker image inspect -f '{{.Id}}' "$PG_IMAGE" 2>/dev/null || true)
 	timed "docker import" bash -c '
 		tar --numeric-owner --exclude=./.longhaul-complete --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* \
 			-C "$1" -c . | docker import \
@@ -240,6 +251,7 @@ build_postgres() {
 	printf 'FROM %s\nSTOPSIGNAL SIGINT\n' "$base" >"$cache_dir/Dockerfile.postgres"
 	timed "docker build $PG_IMAGE" quiet docker build -q -t "$PG_IMAGE" - <"$cache_dir/Dockerfile.postgres"
 	docker image rm "$base" >/dev/null
+	remove_replaced "$old" "$PG_IMAGE"
 	log "built $PG_IMAGE ($(docker image inspect -f '{{.Size}}' "$PG_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
@@ -249,8 +261,9 @@ demo_source_hash() {
 }
 
 build_demo_target() {
-	local hash ctx
+	local hash ctx old
 	hash=$(demo_source_hash)
+	old=$(docker image inspect -f '{{.Id}}' "$DEMO_IMAGE" 2>/dev/null || true)
 	if [[ $force == 0 ]] && image_exists "$DEMO_IMAGE" &&
 		[[ $(docker image inspect -f '{{index .Config.Labels "dev.longhaul.source-hash"}}' "$DEMO_IMAGE") == "$hash" ]]; then
 		log "$DEMO_IMAGE exists and is up to date; skipping (--force rebuilds)"
@@ -258,10 +271,13 @@ build_demo_target() {
 	fi
 	ctx=$(mktemp -d "${TMPDIR:-/tmp}/longhaul-demo-target.XXXXXX")
 	trap 'rm -rf "$ctx"' RETURN
+	# See the Dockerfile for why /tmp travels as a tar.
 	mkdir -m 1777 "$ctx/tmp"
-	timed "go build demo-target" bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$2/demo-target" ./examples/demo-target' _ "$repo_root" "$ctx"
+	tar -C "$ctx" --numeric-owner --owner=0 --group=0 -cf "$ctx/tmp.tar" tmp
+	timed "go build demo-target" bash -c 'cd "$1" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$2/demo-target" ./examples/demo-target' _ "$repo_root" "$ctx"
 	timed "docker build $DEMO_IMAGE" quiet docker build -q --label "dev.longhaul.source-hash=$hash" \
 		-f "$repo_root/examples/demo-target/Dockerfile" -t "$DEMO_IMAGE" "$ctx"
+	remove_replaced "$old" "$DEMO_IMAGE"
 	log "built $DEMO_IMAGE ($(docker image inspect -f '{{.Size}}' "$DEMO_IMAGE" | awk '{printf "%.1f MB", $1/1e6}'))"
 }
 

@@ -56,8 +56,8 @@ type Run struct {
 	Environment  json.RawMessage `json:"environment,omitempty"`
 	Incarnations int             `json:"incarnations"`
 	CreatedAt    time.Time       `json:"created_at"`
-	StartedAt    time.Time       `json:"started_at,omitempty"`
-	EndedAt      time.Time       `json:"ended_at,omitempty"`
+	StartedAt    time.Time       `json:"started_at,omitzero"`
+	EndedAt      time.Time       `json:"ended_at,omitzero"`
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.

@@ -45,6 +45,32 @@ def mk_normal(y):
     return s, var, z, p_up, p_down
 
 
+def hamed_rao(y):
+    """Hamed & Rao (1998): variance of S inflated by the significant lag
+    autocorrelations of the ranks of the Sen-detrended series (never below 1)."""
+    from statistics import NormalDist
+    n = len(y)
+    s, var, _, _, _ = mk_normal(y)
+    idx = list(range(1, n + 1))
+    b, _ = theil_sen(idx, y)
+    r = ranks([yi - b * i for yi, i in zip(y, idx)])
+    m = sum(r) / n
+    d = [v - m for v in r]
+    den = sum(v * v for v in d)
+    bound = NormalDist().inv_cdf(0.975) / math.sqrt(n)
+    acc = 0.0
+    for k in range(1, n):
+        rho = sum(d[i] * d[i + k] for i in range(n - k)) / den
+        if abs(rho) > bound:
+            acc += (n - k) * (n - k - 1) * (n - k - 2) * rho
+    f = max(1.0, 1 + 2 / (n * (n - 1) * (n - 2)) * acc)
+    var *= f
+    sd = math.sqrt(var)
+    p_up = 0.5 * math.erfc(((s - 1) / sd) / math.sqrt(2))
+    p_down = 0.5 * math.erfc(-((s + 1) / sd) / math.sqrt(2))
+    return s, f, var, p_up, p_down
+
+
 def median(v):
     v = sorted(v)
     n = len(v)
@@ -102,6 +128,12 @@ if __name__ == "__main__":
     ):
         s, var, z, up, down = mk_normal(y)
         print("mk normal", y if len(y) < 20 else "len=%d" % len(y), "S=%d Var=%.12g Z=%.12g PUp=%.12g PDown=%.12g" % (s, var, z, up, down))
+    for name, y in (
+        ("trend+wave", [0.05 * i + math.sin(i / 3) for i in range(40)]),
+        ("zigzag", [i + (3 if i % 2 else 0) for i in range(30)]),
+    ):
+        s, f, var, up, down = hamed_rao(y)
+        print("hamed-rao", name, "S=%d factor=%.12g Var=%.12g PUp=%.12g PDown=%.12g" % (s, f, var, up, down))
     for x, y in (([1, 2, 3, 4, 5], [1, 2, 3, 4, 100]), ([0, 1, 2, 3, 4, 5, 6], [2, 4.1, 5.9, 8.2, 10, 30, 14])):
         b, a = theil_sen(x, y)
         print("theil-sen", x, y, "slope=%.12g intercept=%.12g" % (b, a))

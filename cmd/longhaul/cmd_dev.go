@@ -1,15 +1,90 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
 
-// devCmd is a placeholder until its issue lands.
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/spf13/cobra"
+)
+
+// devFlags are the flags of longhaul dev.
+type devFlags struct {
+	port        int
+	metricsAddr string
+	storeFlags
+}
+
 func (a *app) devCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "dev",
-		Short:  "not implemented yet",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return badInputf("longhaul dev is not implemented yet")
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the embedded Temporal server and a worker until Ctrl-C",
+		Long: `Dev runs the embedded Temporal server (state in DATA/temporal/temporal.db)
+and a worker in this process until interrupted, and prints the address to give
+'longhaul run --temporal'. Runs in flight when it stops continue when it
+starts again on the same data directory.`,
+		Example: `  longhaul dev
+  longhaul run scenarios/hello.yaml --temporal 127.0.0.1:7233`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.dev(cmd.Context(), f)
 		},
 	}
+	fs := cmd.Flags()
+	fs.IntVar(&f.port, "port", 0, "frontend port on 127.0.0.1 (default 7233, or a free port when 7233 is taken)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	f.storeFlags.register(fs)
+	return cmd
+}
+
+func (a *app) dev(ctx context.Context, f devFlags) error {
+	if f.port < 0 || f.port > 65535 {
+		return badInputf("--port %d: want 1..65535", f.port)
+	}
+	log := a.logger()
+	dataDir, err := a.dataDir(f.data)
+	if err != nil {
+		return badInput{err}
+	}
+	st, where, err := a.openStore(ctx, f.storeFlags)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var set *metrics.Set
+	if f.metricsAddr != "" {
+		set = metrics.NewSet()
+		stop, err := serveMetrics(f.metricsAddr, set)
+		if err != nil {
+			return badInput{err}
+		}
+		defer stop()
+	}
+	srv, err := a.startDevServer(ctx, dataDir, f.port, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := a.newSoakWorker(c, st, dataDir, set, log)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), worker on %s; store %s\n", srv.Address(), srv.Namespace(), w.HostQueue(), where)
+	fmt.Fprintf(a.stdout, "run soaks with: longhaul run FILE --temporal %s\n", srv.Address())
+	select {
+	case <-ctx.Done():
+	case <-a.interrupts:
+	}
+	fmt.Fprintln(a.stderr, "longhaul: stopping the dev server; runs in flight continue when it starts again")
+	return nil
 }

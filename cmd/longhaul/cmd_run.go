@@ -1,15 +1,386 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
 
-// runCmd is a placeholder until its issue lands.
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/driver"
+	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+	"github.com/longhaul-dev/longhaul/workflows"
+)
+
+// runFlags are the flags of longhaul run.
+type runFlags struct {
+	duration    time.Duration
+	window      time.Duration
+	temporal    string
+	namespace   string
+	detach      bool
+	format      string
+	provider    string
+	targetEnv   []string
+	metricsAddr string
+	storeFlags
+}
+
 func (a *app) runCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "run",
-		Short:  "not implemented yet",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return badInputf("longhaul run is not implemented yet")
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a durable soak: provision, drive for the duration, analyse, tear down",
+		Long: `Run submits a soak of the scenario in FILE as a Temporal workflow and follows
+it: a progress bar, one line per window as it closes, then the run report
+(status, summary, findings).
+
+Without --temporal, longhaul starts an embedded Temporal server (an SQLite file
+under the data directory) and a worker in this process. With --temporal
+HOST:PORT it is a client of that cluster (or of 'longhaul dev'), whose workers
+run the soak; results are read from --store (or $LONGHAUL_STORE), which must be
+the store those workers write.
+
+Ctrl-C cancels the run (its environment is torn down, its windows kept); a
+second Ctrl-C stops following and leaves the run going. --detach only submits.
+Exit code: 0 completed, 1 failed or cancelled, 2 bad input.`,
+		Example: `  longhaul run scenarios/hello.yaml --duration 2m --window 10s
+  longhaul run soak.yaml --temporal 127.0.0.1:7233 --detach`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runSoak(cmd.Context(), args[0], f, cmd.Flags().Changed)
 		},
 	}
+	fs := cmd.Flags()
+	fs.DurationVar(&f.duration, "duration", 0, "how long to drive load (default: the scenario's load.duration)")
+	fs.DurationVar(&f.window, "window", 0, "length of one result window (default: the scenario's load.window)")
+	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (default: an embedded server in this process)")
+	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
+	fs.BoolVar(&f.detach, "detach", false, "submit the run and return without following it")
+	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON windows, then one report object)")
+	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
+	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	f.storeFlags.register(fs)
+	return cmd
+}
+
+// soakPlan is a validated longhaul run invocation.
+type soakPlan struct {
+	scenario  *scenarios.Scenario
+	source    []byte
+	duration  time.Duration
+	window    time.Duration
+	targetEnv map[string]string
+	format    report.Format
+}
+
+// planSoak validates the command line and the scenario.
+func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed func(string) bool) (soakPlan, error) {
+	var p soakPlan
+	var err error
+	if p.format, err = report.ParseFormat(f.format); err != nil {
+		return p, badInputf("--format: %v", err)
+	}
+	switch f.provider {
+	case "", "local", "docker", "auto", "url":
+	default:
+		return p, badInputf("--provider %q: use local, docker, auto or url", f.provider)
+	}
+	if p.scenario, err = scenarios.LoadFile(file); err != nil {
+		return p, a.scenarioErrors(err)
+	}
+	if p.source, err = os.ReadFile(file); err != nil {
+		return p, badInputf("read %s: %v", file, err)
+	}
+	p.duration, p.window = p.scenario.Load.Duration.D(), p.scenario.Load.Window.D()
+	if changed("duration") {
+		if f.duration <= 0 {
+			return p, badInputf("--duration must be > 0 for a soak, got %s", f.duration)
+		}
+		p.duration = f.duration
+	}
+	if changed("window") {
+		if f.window <= 0 {
+			return p, badInputf("--window must be > 0, got %s", f.window)
+		}
+		p.window = f.window
+	}
+	if p.duration <= 0 {
+		return p, badInputf("%s: a soak needs a duration > 0 (load.duration or --duration)", file)
+	}
+	if p.window > p.duration {
+		if changed("window") {
+			return p, badInputf("--window %s is longer than the run (%s)", p.window, p.duration)
+		}
+		p.window = p.duration
+	}
+	p.targetEnv = map[string]string{}
+	for _, kv := range f.targetEnv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return p, badInputf("--target-env %q: want KEY=VALUE", kv)
+		}
+		p.targetEnv[k] = v
+	}
+	// ${env:NAME} references must resolve here too when the worker is this
+	// process; compile now so a missing one is a file:line message.
+	if f.temporal == "" {
+		if _, err := scenarios.Compile(p.scenario, scenarios.CompileOptions{LookupEnv: a.lookupEnv}); err != nil {
+			return p, a.scenarioErrors(err)
+		}
+	}
+	if t := p.scenario.Environment.Target.URL; t != "" && (f.provider == "" || f.provider == "url") {
+		u, err := url.Parse(t)
+		if err != nil {
+			return p, badInputf("environment.target.url %q: %v", t, err)
+		}
+		if err := driver.CheckTarget(ctx, u); err != nil {
+			if errors.Is(err, driver.ErrUnreachable) {
+				return p, badInputf("%v (is the target running?)", err)
+			}
+			return p, badInput{err}
+		}
+	}
+	return p, nil
+}
+
+// runSoak is longhaul run.
+func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func(string) bool) error {
+	p, err := a.planSoak(ctx, file, f, changed)
+	if err != nil {
+		return err
+	}
+	log := a.logger()
+	if f.store == "" && f.temporal != "" {
+		f.store = a.getenv("LONGHAUL_STORE")
+	}
+	dataDir, err := a.dataDir(f.data)
+	if err != nil {
+		return badInput{err}
+	}
+	st, where, err := a.openStore(ctx, f.storeFlags)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	var set *metrics.Set
+	if f.metricsAddr != "" {
+		set = metrics.NewSet()
+		stop, err := serveMetrics(f.metricsAddr, set)
+		if err != nil {
+			return badInput{err}
+		}
+		defer stop()
+	}
+
+	hostPort := f.temporal
+	if hostPort == "" {
+		srv, err := a.startDevServer(ctx, dataDir, 0, log)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		hostPort = srv.Address()
+		f.namespace = srv.Namespace()
+	}
+	c, err := a.dialTemporal(ctx, hostPort, f.namespace, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if f.temporal == "" {
+		w, err := a.newSoakWorker(c, st, dataDir, set, log)
+		if err != nil {
+			return err
+		}
+		if err := w.Start(); err != nil {
+			return err
+		}
+		defer w.Stop()
+	}
+
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("new run id: %w", err)
+	}
+	run := store.Run{
+		ID: id.String(), Name: p.scenario.Name, Kind: "soak", Status: store.Pending,
+		Scenario: string(p.source), WorkflowID: "longhaul-soak-" + id.String(),
+		TargetURL: p.scenario.Environment.Target.URL, CreatedAt: time.Now(),
+	}
+	if err := st.PutRun(ctx, run); err != nil {
+		return fmt.Errorf("record the run in %s: %w", where, err)
+	}
+	in := workflows.SoakInput{
+		RunID: run.ID, Name: run.Name, Duration: p.duration, Window: p.window,
+		Provider: f.provider, TargetEnv: p.targetEnv,
+	}
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
+	if err != nil {
+		_ = st.SetStatus(context.WithoutCancel(ctx), run.ID, store.Failed, "not submitted: "+err.Error(), time.Now())
+		return fmt.Errorf("submit the soak to Temporal at %s: %w", hostPort, err)
+	}
+	if f.detach {
+		fmt.Fprintf(a.stdout, "run %s submitted (workflow %s)\n", run.ID, run.WorkflowID)
+		if f.temporal == "" {
+			fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the run continues when 'longhaul dev --data %s' starts\n", dataDir)
+		}
+		return nil
+	}
+	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.duration, p.window, where)
+	return a.follow(ctx, c, st, wr, run.ID, p)
+}
+
+// follow prints the run's windows as they reach the store until the
+// workflow ends, then the run report. The first interrupt cancels the
+// workflow; the second stops following.
+func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr client.WorkflowRun, runID string, p soakPlan) error {
+	done := make(chan error, 1)
+	go func() { done <- wr.Get(context.WithoutCancel(ctx), nil) }()
+
+	var progress *report.Progress
+	if p.format == report.Text {
+		progress = report.NewProgress(a.stderr, time.Now(), p.duration)
+	}
+	out, err := report.NewWindowWriter(p.format, a.stdout, report.TextOptions{Progress: progress})
+	if err != nil {
+		return badInput{err}
+	}
+	var totals report.Totals
+	next := 0
+	printNew := func() error {
+		ws, err := st.Windows(ctx, runID, store.WindowQuery{Incarnation: -1, FromIndex: next})
+		if err != nil {
+			return fmt.Errorf("read windows of run %s: %w", runID, err)
+		}
+		for _, w := range ws {
+			if err := out.Window(w); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			_ = totals.Add(w)
+			next = max(next, w.Index+1)
+		}
+		return nil
+	}
+
+	poll := min(max(p.window/4, 100*time.Millisecond), time.Second)
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	cancelled := false
+	for {
+		select {
+		case <-a.interrupts:
+			if cancelled {
+				progress.Clear()
+				fmt.Fprintf(a.stderr, "longhaul: detached; run %s goes on (longhaul report %s)\n", runID, runID)
+				return errSilent{exitFailed}
+			}
+			cancelled = true
+			progress.Clear()
+			fmt.Fprintln(a.stderr, "longhaul: cancelling the run (tearing down; Ctrl-C again to detach)")
+			if err := c.CancelWorkflow(context.WithoutCancel(ctx), wr.GetID(), wr.GetRunID()); err != nil {
+				fmt.Fprintf(a.stderr, "longhaul: cancel: %v\n", err)
+			}
+		case <-tick.C:
+			if err := printNew(); err != nil {
+				return err
+			}
+		case <-done:
+			if err := printNew(); err != nil {
+				return err
+			}
+			progress.Clear()
+			return a.finishReport(ctx, st, runID, p.format, out, totals.Summary())
+		}
+	}
+}
+
+// finishReport prints the end of a followed run and maps its status to the
+// exit code.
+func (a *app) finishReport(ctx context.Context, st store.Store, runID string, format report.Format, out report.WindowWriter, sum window.Summary) error {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", runID, err)
+	}
+	fs, err := st.Findings(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("read findings of run %s: %w", runID, err)
+	}
+	if format == report.JSON {
+		if err := writeReportObject(a.stdout, run, sum, fs); err != nil {
+			return err
+		}
+	} else {
+		if err := out.Summary(sum); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		status := string(run.Status)
+		if run.Reason != "" {
+			status += ": " + run.Reason
+		}
+		fmt.Fprintf(a.stdout, "\nrun %s %s\n", run.ID, status)
+		report.WriteFindings(a.stdout, fs)
+	}
+	if run.Status != store.Completed {
+		return errSilent{exitFailed}
+	}
+	return nil
+}
+
+// reportObject is the last NDJSON line of longhaul run --format json.
+type reportObject struct {
+	Type     string             `json:"type"`
+	RunID    string             `json:"run_id"`
+	Status   store.Status       `json:"status"`
+	Reason   string             `json:"reason,omitempty"`
+	Windows  int                `json:"windows"`
+	Gaps     int                `json:"gaps,omitempty"`
+	Summary  json.RawMessage    `json:"summary"`
+	Findings []analysis.Finding `json:"findings"`
+}
+
+func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []analysis.Finding) error {
+	// The summary has the shape of the drive's summary line, without its "type".
+	b, err := json.Marshal(report.SummaryJSON(sum))
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	delete(m, "type")
+	if b, err = json.Marshal(m); err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	if fs == nil {
+		fs = []analysis.Finding{}
+	}
+	line, err := json.Marshal(reportObject{
+		Type: "report", RunID: run.ID, Status: run.Status, Reason: run.Reason,
+		Windows: sum.Windows, Gaps: sum.Gaps, Summary: b, Findings: fs,
+	})
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if _, err := fmt.Fprintf(out, "%s\n", line); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
 }

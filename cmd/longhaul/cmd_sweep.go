@@ -1,15 +1,109 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 
-// sweepCmd is a placeholder until its issue lands.
+	"github.com/spf13/cobra"
+
+	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// sweepCmd removes the environments of runs that are over: labelled docker
+// containers, networks and volumes, and the local provider's processes and
+// directories. The store says which runs are still running.
 func (a *app) sweepCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "sweep",
-		Short:  "not implemented yet",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return badInputf("longhaul sweep is not implemented yet")
+	var (
+		all     bool
+		dataDir string
+		dsn     string
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep [--all] [--store DSN] [--data DIR]",
+		Short: "Remove leftover environments (containers, networks, volumes, local processes) of runs that are not running",
+		Long: `Sweep removes what longhaul provisioned for runs that are no longer running:
+docker containers, networks and volumes labelled dev.longhaul=1, and local
+target processes, PostgreSQL clusters and state directories under the data
+directory. A run is running while the store says pending or running; a run the
+store does not know is over. --all removes every longhaul resource without
+asking the store.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if dataDir == "" {
+				dataDir = provision.DefaultDataDir()
+			}
+			isRunning := func(string) bool { return false }
+			if !all {
+				st, err := openSweepStore(ctx, dsn, dataDir, a.getenv)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				isRunning = runningIn(ctx, st)
+			}
+			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			removed, err := provision.Sweep(ctx, provision.Options{DataDir: dataDir, Logger: logger}, isRunning)
+			for _, r := range removed {
+				fmt.Fprintln(a.stdout, "removed", r)
+			}
+			fmt.Fprintf(a.stdout, "%d removed\n", len(removed))
+			return err
 		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&all, "all", false, "remove every longhaul resource, running or not, without asking the store")
+	f.StringVar(&dsn, "store", "", "result store (SQLite file or postgres:// DSN) that says which runs are running (default $LONGHAUL_STORE, else longhaul.db in the data directory)")
+	f.StringVar(&dataDir, "data", "", "data directory holding the local provider's state (default $XDG_DATA_HOME/longhaul or ~/.local/share/longhaul)")
+	return cmd
+}
+
+// openSweepStore opens the store that says which runs are running. It
+// refuses a default SQLite file that does not exist: an empty store would
+// call every run over and sweep everything.
+func openSweepStore(ctx context.Context, dsn, dataDir string, getenv func(string) string) (store.Store, error) {
+	explicit := dsn != ""
+	if dsn == "" {
+		dsn = getenv("LONGHAUL_STORE")
+		explicit = dsn != ""
+	}
+	if dsn == "" {
+		dsn = filepath.Join(dataDir, "longhaul.db")
+	}
+	if !store.IsPostgres(dsn) {
+		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {
+			what := "the default store"
+			if explicit {
+				what = "store"
+			}
+			return nil, badInputf("%s %s does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource", what, dsn)
+		}
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, badInputf("open store: %v", err)
+	}
+	return st, nil
+}
+
+// runningIn reports a run as running while the store says it is not done.
+// A run the store does not know is over; a store error keeps the run's
+// resources (better a leftover than a soak destroyed).
+func runningIn(ctx context.Context, st store.Store) func(string) bool {
+	return func(id string) bool {
+		r, err := st.GetRun(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return false
+		}
+		if err != nil {
+			slog.Warn("sweep: cannot read run; keeping its resources", "run", id, "err", err)
+			return true
+		}
+		return !r.Status.Done()
 	}
 }

@@ -1,15 +1,88 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
 
-// workerCmd is a placeholder until its issue lands.
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/spf13/cobra"
+)
+
+// workerFlags are the flags of longhaul worker.
+type workerFlags struct {
+	temporal    string
+	namespace   string
+	metricsAddr string
+	storeFlags
+}
+
 func (a *app) workerCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "worker",
-		Short:  "not implemented yet",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return badInputf("longhaul worker is not implemented yet")
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker --temporal HOST:PORT",
+		Short: "Run a longhaul worker for a Temporal cluster until Ctrl-C",
+		Long: `Worker polls the general task queue and this host's queue of a Temporal
+cluster: it runs soaks' workflows and the activities of environments placed on
+this host. Every worker of a cluster must share one store (--store, or
+$LONGHAUL_STORE; PostgreSQL for workers on several hosts).`,
+		Example: `  longhaul worker --temporal temporal.internal:7233 --store postgres://longhaul@db/longhaul`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.worker(cmd.Context(), f)
 		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (required)")
+	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	f.storeFlags.register(fs)
+	return cmd
+}
+
+func (a *app) worker(ctx context.Context, f workerFlags) error {
+	if f.temporal == "" {
+		return badInputf("--temporal HOST:PORT is required (for the embedded server use 'longhaul dev')")
+	}
+	if f.store == "" {
+		f.store = a.getenv("LONGHAUL_STORE")
+	}
+	log := a.logger()
+	dataDir, err := a.dataDir(f.data)
+	if err != nil {
+		return badInput{err}
+	}
+	st, where, err := a.openStore(ctx, f.storeFlags)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var set *metrics.Set
+	if f.metricsAddr != "" {
+		set = metrics.NewSet()
+		stop, err := serveMetrics(f.metricsAddr, set)
+		if err != nil {
+			return badInput{err}
+		}
+		defer stop()
+	}
+	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := a.newSoakWorker(c, st, dataDir, set, log)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), where)
+	select {
+	case <-ctx.Done():
+	case <-a.interrupts:
+	}
+	fmt.Fprintln(a.stderr, "longhaul: stopping the worker; its runs resume on the next worker of this host")
+	return nil
 }

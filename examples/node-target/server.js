@@ -21,9 +21,12 @@ let served = 0;
 const server = http.createServer((req, res) => {
   served++;
   if (leakBytes > 0) {
-    // A fresh flat string per request (the counter makes each one distinct),
-    // so V8 cannot share it with the previous one.
-    retained.push((served.toString(36) + '.').padEnd(leakBytes, 'x'));
+    // A distinct string per request. padEnd returns a cons string whose
+    // filler V8 shares between calls; reading its last character flattens
+    // it into one sequential string of leakBytes bytes of its own.
+    const s = (served.toString(36) + '.').padEnd(leakBytes, 'x');
+    s.charCodeAt(leakBytes - 1);
+    retained.push(s);
   }
   if (req.url === '/health') {
     res.writeHead(200, { 'content-type': 'text/plain' });

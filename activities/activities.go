@@ -1,0 +1,458 @@
+// Package activities holds the Temporal activities of a soak: thin adapters
+// that call the provisioner, the driver, the probes, the analyser and the
+// store. Each dependency is a small interface declared here, so the
+// activities are tested with fakes and wired to the real packages by the
+// longhaul command.
+//
+// Recipe:
+//
+//  1. Fill an Activities with the dependencies (Store, Provisioner, Driver
+//     are required; Probes and Analyzer are optional) and the host task
+//     queue of this worker (HostQueueName(hostname)).
+//  2. Register it on two workers: the general queue (GeneralQueue), where any
+//     worker may run Begin, HostQueue, SetStatus and Analyze, and this
+//     host's queue, where Provision, Drive and Teardown run next to the
+//     processes or containers they manage (workflows.NewWorker does both).
+//  3. The soak workflow calls the methods through a nil *Activities.
+//
+// Payloads carry ids and small summaries only: the scenario is read from the
+// run record in the store, windows and histograms go straight to the store.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// GeneralQueue is the task queue every longhaul worker polls.
+const GeneralQueue = "longhaul"
+
+// Error types of the application errors the activities return; the workflow
+// branches on them. All three are non-retryable.
+const (
+	// ErrTypeTargetFailed: the target stopped answering while it was driven
+	// (its windows hold the errors). The soak fails with this reason.
+	ErrTypeTargetFailed = "TargetFailed"
+	// ErrTypeEnvironmentLost: a resumed drive found its environment gone
+	// (it went down while no worker watched it). The workflow provisions a
+	// new incarnation; the details are a LostDetails.
+	ErrTypeEnvironmentLost = "EnvironmentLost"
+	// ErrTypeBadScenario: the scenario cannot be parsed or compiled on this
+	// worker (for example an ${env:NAME} that is not set here).
+	ErrTypeBadScenario = "BadScenario"
+	// ErrTypeProvision: the environment could not be brought up.
+	ErrTypeProvision = "ProvisionFailed"
+)
+
+// Defaults for the zero fields of Activities.
+const (
+	DefaultCheckTimeout = 2 * time.Second
+	// DefaultCheckFailures is how many consecutive failed environment checks
+	// (one after each window) make a drive give up with ErrTypeTargetFailed.
+	// Two, so that one slow accept under load is not taken for a dead target.
+	DefaultCheckFailures = 2
+)
+
+// HostQueueName is the task queue of the workers on host: environment-bound
+// activities run there, where the target processes or containers are. A
+// worker restarted on the same host polls the same queue and takes over.
+func HostQueueName(host string) string {
+	return "longhaul-host-" + sanitizeHost(host)
+}
+
+var unsafeQueueChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func sanitizeHost(h string) string {
+	h = unsafeQueueChars.ReplaceAllString(h, "-")
+	if h == "" {
+		return "localhost"
+	}
+	return h
+}
+
+// DefaultHostQueue is HostQueueName of this machine's hostname.
+func DefaultHostQueue() string {
+	h, _ := os.Hostname()
+	return HostQueueName(h)
+}
+
+// Store is what the activities need from the result store (store.Store
+// satisfies it).
+type Store interface {
+	PutRun(ctx context.Context, r store.Run) error
+	GetRun(ctx context.Context, id string) (store.Run, error)
+	SetStatus(ctx context.Context, id string, s store.Status, reason string, at time.Time) error
+	PutWindow(ctx context.Context, w window.Window) error
+	Windows(ctx context.Context, runID string, q store.WindowQuery) ([]window.Window, error)
+	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
+}
+
+// ProvisionRequest asks for one incarnation of a run's environment.
+type ProvisionRequest struct {
+	RunID       string
+	Incarnation int
+	Spec        scenarios.Environment
+	// Provider overrides Spec.Provider when set.
+	Provider string
+	// ExtraEnv is added to (and overrides) Spec.Target.Env.
+	ExtraEnv map[string]string
+}
+
+// Environment is a provisioned environment as the workflow carries it: the
+// few fields longhaul acts on, plus the provisioner's own description (Raw),
+// handed back to it unchanged for Check and Teardown. It is small data.
+type Environment struct {
+	ID          string `json:"id"`
+	RunID       string `json:"run_id"`
+	Incarnation int    `json:"incarnation"`
+	Provider    string `json:"provider"`
+	Host        string `json:"host"`
+	// TargetURL is the loopback base URL the driver sends load to.
+	TargetURL   string `json:"target_url"`
+	PID         int    `json:"pid,omitempty"`
+	ContainerID string `json:"container_id,omitempty"`
+	DatabaseURL string `json:"database_url,omitempty"`
+	// Raw is the provisioner's full description, as JSON.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// Provisioner brings environments up and down (the provision package,
+// through an adapter that converts its Environment to this one).
+type Provisioner interface {
+	// Provision brings up one incarnation. On error, the returned partial
+	// Environment (if it has an ID) describes what Teardown must remove.
+	Provision(ctx context.Context, req ProvisionRequest) (Environment, error)
+	// Teardown removes everything in env; it is idempotent.
+	Teardown(ctx context.Context, env Environment) error
+	// Check reports whether env is still up (nil: reuse it).
+	Check(ctx context.Context, env Environment) error
+}
+
+// DriveRequest is one call of the load driver.
+type DriveRequest struct {
+	RunID       string
+	Incarnation int
+	// FirstIndex is the index of the first window to emit.
+	FirstIndex int
+	TargetURL  string
+	// Scenario is parsed, with the run's overrides applied to Load; its
+	// ${env:...} references are still unresolved.
+	Scenario *scenarios.Scenario
+	Logger   *slog.Logger
+}
+
+// ErrBadInput is wrapped by a Driver's error when retrying cannot help (the
+// scenario does not compile on this worker, the target URL is refused by the
+// driver); the drive then fails with ErrTypeBadScenario instead of retrying.
+var ErrBadInput = errors.New("bad drive input")
+
+// Driver drives load and hands each closed window to sink, in index order.
+// A sink error stops it and is returned; ctx cancellation stops it early.
+type Driver interface {
+	Drive(ctx context.Context, req DriveRequest, sink func(window.Window) error) error
+}
+
+// DriverFunc adapts a function to Driver.
+type DriverFunc func(ctx context.Context, req DriveRequest, sink func(window.Window) error) error
+
+// Drive calls f.
+func (f DriverFunc) Drive(ctx context.Context, req DriveRequest, sink func(window.Window) error) error {
+	return f(ctx, req, sink)
+}
+
+var _ Driver = DriverFunc(nil)
+
+// Prober fills each window's server-side readings (probes.Sampler).
+type Prober interface {
+	// Sample fills w.Probes for the window that just closed; it never fails.
+	Sample(ctx context.Context, w *window.Window)
+	Close() error
+}
+
+// ProberFactory starts the probes of one drive on env.
+type ProberFactory func(ctx context.Context, env Environment, spec scenarios.Probes) (Prober, error)
+
+// Analyzer turns a run's windows into findings.
+type Analyzer interface {
+	Analyze(ws []window.Window) []analysis.Finding
+}
+
+// AnalyzerFunc adapts a function to Analyzer.
+type AnalyzerFunc func(ws []window.Window) []analysis.Finding
+
+// Analyze calls f.
+func (f AnalyzerFunc) Analyze(ws []window.Window) []analysis.Finding { return f(ws) }
+
+// NoFindings is the placeholder analyser: it finds nothing.
+var NoFindings Analyzer = AnalyzerFunc(func([]window.Window) []analysis.Finding { return nil })
+
+// Activities are the soak's activities. Store, Provisioner and Driver are
+// required; the other fields have defaults. An Activities is safe for
+// concurrent use once filled; do not change its fields after registering it.
+type Activities struct {
+	Store       Store
+	Provisioner Provisioner
+	Driver      Driver
+	// Probes starts the server-side probes of a drive; nil means none.
+	Probes ProberFactory
+	// Analyzer is NoFindings when nil.
+	Analyzer Analyzer
+	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
+	HostTaskQueue string
+	// Metrics receives worker metrics (nil: none).
+	Metrics *metrics.Set
+	// Logger gets a few lines per activity (nil: slog.Default()).
+	Logger *slog.Logger
+	// CheckTimeout bounds each environment check after a window.
+	CheckTimeout time.Duration
+	// CheckFailures consecutive failed checks end the drive (TargetFailed).
+	CheckFailures int
+	// Now is the clock (time.Now when nil); tests fix it.
+	Now func() time.Time
+}
+
+// Register registers every activity method of a on r. (It is a function,
+// not a method: every exported method of Activities is an activity.)
+func Register(r worker.ActivityRegistry, a *Activities) {
+	r.RegisterActivity(a)
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Activities) analyzer() Analyzer {
+	if a.Analyzer != nil {
+		return a.Analyzer
+	}
+	return NoFindings
+}
+
+func (a *Activities) hostQueue() string {
+	if a.HostTaskQueue != "" {
+		return a.HostTaskQueue
+	}
+	return DefaultHostQueue()
+}
+
+func (a *Activities) counter(name string) *metrics.Counter {
+	if a.Metrics == nil {
+		return nil
+	}
+	return a.Metrics.GetOrCreateCounter(name)
+}
+
+func inc(c *metrics.Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}
+
+// BeginInput identifies a soak's run record.
+type BeginInput struct {
+	RunID      string
+	Name       string
+	Scenario   string // YAML as given, ${env:...} unresolved
+	WorkflowID string
+}
+
+// Begin makes sure the run record exists (a run started by `longhaul run`
+// has one already; a workflow started another way gets one here). It is
+// idempotent.
+func (a *Activities) Begin(ctx context.Context, in BeginInput) error {
+	r, err := a.Store.GetRun(ctx, in.RunID)
+	switch {
+	case err == nil:
+		if r.WorkflowID == "" && in.WorkflowID != "" {
+			r.WorkflowID = in.WorkflowID
+			if err := a.Store.PutRun(ctx, r); err != nil {
+				return fmt.Errorf("begin run %s: record workflow id: %w", in.RunID, err)
+			}
+		}
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		if in.Scenario == "" {
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s has no record and no scenario was given", in.RunID), ErrTypeBadScenario, nil)
+		}
+		err := a.Store.PutRun(ctx, store.Run{
+			ID: in.RunID, Name: in.Name, Kind: "soak", Status: store.Pending,
+			Scenario: in.Scenario, WorkflowID: in.WorkflowID, CreatedAt: a.now(),
+		})
+		if err != nil {
+			return fmt.Errorf("begin run %s: create record: %w", in.RunID, err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("begin run %s: %w", in.RunID, err)
+	}
+}
+
+// HostQueue returns the task queue of this worker's host. It runs on the
+// general queue, so whichever worker picks it up becomes the host of the
+// soak's environment (the worker-specific task queue pattern).
+func (a *Activities) HostQueue(ctx context.Context) (string, error) {
+	return a.hostQueue(), nil
+}
+
+// StatusInput is a run status change.
+type StatusInput struct {
+	RunID  string
+	Status store.Status
+	Reason string
+}
+
+// SetStatus records a status change of the run.
+func (a *Activities) SetStatus(ctx context.Context, in StatusInput) error {
+	if err := a.Store.SetStatus(ctx, in.RunID, in.Status, in.Reason, a.now()); err != nil {
+		return fmt.Errorf("set run %s %s: %w", in.RunID, in.Status, err)
+	}
+	a.logger().Info("run status", "run", in.RunID, "status", in.Status, "reason", in.Reason)
+	return nil
+}
+
+// ProvisionInput asks for one incarnation of the run's environment. The
+// environment spec comes from the scenario in the run record.
+type ProvisionInput struct {
+	RunID       string
+	Incarnation int
+	Provider    string
+	TargetEnv   map[string]string
+}
+
+// Provision brings up one incarnation of the run's environment and records
+// it in the run (target URL, environment, incarnation count).
+func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environment, error) {
+	s, run, err := a.scenario(ctx, in.RunID, Overrides{})
+	if err != nil {
+		return Environment{}, err
+	}
+	env, err := a.Provisioner.Provision(ctx, ProvisionRequest{
+		RunID: in.RunID, Incarnation: in.Incarnation, Spec: s.Environment,
+		Provider: in.Provider, ExtraEnv: in.TargetEnv,
+	})
+	if err != nil {
+		if env.ID != "" {
+			if terr := a.Provisioner.Teardown(context.WithoutCancel(ctx), env); terr != nil {
+				a.logger().Warn("teardown of a partial environment failed", "run", in.RunID, "env", env.ID, "err", terr)
+			}
+		}
+		if ctx.Err() != nil {
+			return Environment{}, ctx.Err()
+		}
+		return Environment{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("provision run %s incarnation %d: %v", in.RunID, in.Incarnation, err), ErrTypeProvision, nil)
+	}
+	run.TargetURL = env.TargetURL
+	if len(env.Raw) > 0 {
+		run.Environment = env.Raw
+	} else if b, err := json.Marshal(env); err == nil {
+		run.Environment = b
+	}
+	if in.Incarnation > run.Incarnations {
+		run.Incarnations = in.Incarnation
+	}
+	if err := a.Store.PutRun(ctx, run); err != nil {
+		// The environment is up but unrecorded: remove it, let the retry redo both.
+		_ = a.Provisioner.Teardown(context.WithoutCancel(ctx), env)
+		return Environment{}, fmt.Errorf("provision run %s: record environment: %w", in.RunID, err)
+	}
+	a.logger().Info("environment up", "run", in.RunID, "incarnation", in.Incarnation, "env", env.ID, "target", env.TargetURL)
+	return env, nil
+}
+
+// Teardown removes an environment. It is idempotent.
+func (a *Activities) Teardown(ctx context.Context, env Environment) error {
+	if err := a.Provisioner.Teardown(ctx, env); err != nil {
+		return fmt.Errorf("tear down %s: %w", env.ID, err)
+	}
+	a.logger().Info("environment down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
+	return nil
+}
+
+// AnalyzeInput names the run to analyse.
+type AnalyzeInput struct{ RunID string }
+
+// AnalyzeResult is how many findings were stored, by severity.
+type AnalyzeResult struct {
+	Findings int
+	Critical int
+	Warnings int
+}
+
+// Analyze reads the run's windows, runs the analyser and stores its findings.
+func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResult, error) {
+	ws, err := a.Store.Windows(ctx, in.RunID, store.AllWindows)
+	if err != nil {
+		return AnalyzeResult{}, fmt.Errorf("analyze run %s: read windows: %w", in.RunID, err)
+	}
+	fs := a.analyzer().Analyze(ws)
+	if err := a.Store.PutFindings(ctx, in.RunID, fs); err != nil {
+		return AnalyzeResult{}, fmt.Errorf("analyze run %s: store findings: %w", in.RunID, err)
+	}
+	res := AnalyzeResult{Findings: len(fs)}
+	for _, f := range fs {
+		switch f.Severity {
+		case analysis.Critical:
+			res.Critical++
+		case analysis.Warning:
+			res.Warnings++
+		}
+	}
+	return res, nil
+}
+
+// Overrides replace parts of the scenario's load for one run.
+type Overrides struct {
+	Duration time.Duration
+	Window   time.Duration
+}
+
+// scenario reads the run and parses its scenario, with overrides applied.
+func (a *Activities) scenario(ctx context.Context, runID string, o Overrides) (*scenarios.Scenario, store.Run, error) {
+	run, err := a.Store.GetRun(ctx, runID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, run, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s not found in the store", runID), ErrTypeBadScenario, err)
+		}
+		return nil, run, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	s, err := scenarios.Parse([]byte(run.Scenario), run.Name+".yaml")
+	if err != nil {
+		return nil, run, temporal.NewNonRetryableApplicationError(
+			"scenario of run "+runID+": "+strings.ReplaceAll(err.Error(), "\n", "; "), ErrTypeBadScenario, nil)
+	}
+	if o.Duration > 0 {
+		s.Load.Duration = scenarios.Duration(o.Duration)
+	}
+	if o.Window > 0 {
+		s.Load.Window = scenarios.Duration(o.Window)
+	}
+	return s, run, nil
+}

@@ -1,0 +1,278 @@
+// Package activitiestest provides in-memory fakes of the activities'
+// dependencies (store, provisioner, driver) for tests of activities,
+// workflows and commands that must not start real processes.
+package activitiestest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// Store is an in-memory store.Store. The zero value is ready to use.
+type Store struct {
+	mu       sync.Mutex
+	runs     map[string]store.Run
+	windows  map[string]map[[2]int]window.Window
+	findings map[string][]analysis.Finding
+	// Statuses records every SetStatus call in order, as "status" or "status: reason".
+	Statuses []string
+	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
+	Puts map[string]int
+}
+
+var _ store.Store = (*Store)(nil)
+
+func (s *Store) init() {
+	if s.runs == nil {
+		s.runs = map[string]store.Run{}
+		s.windows = map[string]map[[2]int]window.Window{}
+		s.findings = map[string][]analysis.Finding{}
+		s.Puts = map[string]int{}
+	}
+}
+
+// PutRun implements store.Store.
+func (s *Store) PutRun(_ context.Context, r store.Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.runs[r.ID] = r
+	return nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(_ context.Context, id string) (store.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	r, ok := s.runs[id]
+	if !ok {
+		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	return r, nil
+}
+
+// ListRuns implements store.Store (newest first, no filters beyond Status and Name).
+func (s *Store) ListRuns(_ context.Context, opts store.ListOptions) ([]store.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	var out []store.Run
+	for _, r := range s.runs {
+		if (opts.Status == "" || r.Status == opts.Status) && (opts.Name == "" || r.Name == opts.Name) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
+
+// SetStatus implements store.Store.
+func (s *Store) SetStatus(_ context.Context, id string, st store.Status, reason string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	r, ok := s.runs[id]
+	if !ok {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	r.Status, r.Reason = st, reason
+	if st == store.Running && r.StartedAt.IsZero() {
+		r.StartedAt = at
+	}
+	if st.Done() {
+		r.EndedAt = at
+	}
+	s.runs[id] = r
+	if reason != "" {
+		s.Statuses = append(s.Statuses, string(st)+": "+reason)
+	} else {
+		s.Statuses = append(s.Statuses, string(st))
+	}
+	return nil
+}
+
+// PutWindow implements store.Store.
+func (s *Store) PutWindow(_ context.Context, w window.Window) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	if s.windows[w.RunID] == nil {
+		s.windows[w.RunID] = map[[2]int]window.Window{}
+	}
+	s.windows[w.RunID][[2]int{w.Incarnation, w.Index}] = w
+	s.Puts[fmt.Sprintf("%s/%d/%d", w.RunID, w.Incarnation, w.Index)]++
+	return nil
+}
+
+// Windows implements store.Store.
+func (s *Store) Windows(_ context.Context, runID string, q store.WindowQuery) ([]window.Window, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	var out []window.Window
+	for k, w := range s.windows[runID] {
+		if (q.Incarnation < 0 || k[0] == q.Incarnation) && k[1] >= q.FromIndex {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b window.Window) int {
+		if a.Incarnation != b.Incarnation {
+			return a.Incarnation - b.Incarnation
+		}
+		return a.Index - b.Index
+	})
+	return out, nil
+}
+
+// PutFindings implements store.Store.
+func (s *Store) PutFindings(_ context.Context, runID string, fs []analysis.Finding) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.findings[runID] = slices.Clone(fs)
+	return nil
+}
+
+// Findings implements store.Store.
+func (s *Store) Findings(_ context.Context, runID string) ([]analysis.Finding, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.findings[runID]), nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error { return nil }
+
+// Provisioner is a fake provisioner: environments are records that are
+// "up" until Kill or Teardown. The zero value is ready to use.
+type Provisioner struct {
+	mu    sync.Mutex
+	alive map[string]bool
+	// Provisioned and TornDown list environment ids in call order.
+	Provisioned []string
+	TornDown    []string
+	// Fail, if set, makes Provision fail with it.
+	Fail error
+}
+
+var _ activities.Provisioner = (*Provisioner)(nil)
+
+// Provision implements activities.Provisioner.
+func (p *Provisioner) Provision(_ context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.Fail != nil {
+		return activities.Environment{}, p.Fail
+	}
+	if p.alive == nil {
+		p.alive = map[string]bool{}
+	}
+	id := fmt.Sprintf("%s-%d", req.RunID, req.Incarnation)
+	p.alive[id] = true
+	p.Provisioned = append(p.Provisioned, id)
+	url := req.Spec.Target.URL
+	if url == "" {
+		url = "http://127.0.0.1:9"
+	}
+	return activities.Environment{ID: id, RunID: req.RunID, Incarnation: req.Incarnation, Provider: "fake", Host: "test", TargetURL: url}, nil
+}
+
+// Teardown implements activities.Provisioner.
+func (p *Provisioner) Teardown(_ context.Context, env activities.Environment) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.alive, env.ID)
+	p.TornDown = append(p.TornDown, env.ID)
+	return nil
+}
+
+// ErrGone is Check's error for an environment that is not up.
+var ErrGone = errors.New("environment is not up")
+
+// Check implements activities.Provisioner.
+func (p *Provisioner) Check(_ context.Context, env activities.Environment) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.alive[env.ID] {
+		return fmt.Errorf("%s: %w", env.ID, ErrGone)
+	}
+	return nil
+}
+
+// Kill makes environment id fail its checks, as if its target died.
+func (p *Provisioner) Kill(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.alive, id)
+}
+
+// Up reports whether environment id is up.
+func (p *Provisioner) Up(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.alive[id]
+}
+
+// Driver is a fake load driver: it emits the windows FirstIndex..slots-1
+// at once (no real load, no sleeping), each with Requests = OK = 100 and the
+// call number in Dropped so tests can tell attempts apart.
+type Driver struct {
+	mu sync.Mutex
+	// Calls records every call's request.
+	Calls []activities.DriveRequest
+	// Before, if set, runs before window index is handed to the sink on
+	// call number call (1-based). Returning an error stops the drive with
+	// it; it may block on ctx.
+	Before func(ctx context.Context, call int, index int) error
+}
+
+var _ activities.Driver = (*Driver)(nil)
+
+// Drive implements activities.Driver.
+func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink func(window.Window) error) error {
+	d.mu.Lock()
+	d.Calls = append(d.Calls, req)
+	call := len(d.Calls)
+	before := d.Before
+	d.mu.Unlock()
+	length := req.Scenario.Load.Window.D()
+	total := int((req.Scenario.Load.Duration.D() + length - 1) / length)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := req.FirstIndex; i < total; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if before != nil {
+			if err := before(ctx, call, i); err != nil {
+				return err
+			}
+		}
+		w := window.Window{
+			Index: i, Start: start.Add(time.Duration(i) * length), End: start.Add(time.Duration(i+1) * length),
+			Requests: 100, OK: 100, Dropped: int64(call),
+		}
+		if err := sink(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CallCount returns how many times Drive was called.
+func (d *Driver) CallCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.Calls)
+}

@@ -1,0 +1,283 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// DriveInput is one incarnation's drive: windows FirstIndex..Total-1 of the
+// run on Env.
+type DriveInput struct {
+	RunID       string
+	Incarnation int
+	FirstIndex  int
+	// Total is the run's number of window slots (duration / window, rounded up).
+	Total     int
+	Overrides Overrides
+	Env       Environment
+}
+
+// Progress is the drive's heartbeat: the last window committed to the store.
+// LastIndex is FirstIndex-1 until the first window closes.
+type Progress struct {
+	Incarnation int
+	LastIndex   int
+}
+
+// DriveResult says where the drive ended.
+type DriveResult struct {
+	// NextIndex is the first window slot not driven (Total on a full drive).
+	NextIndex int
+	// Windows committed and Gaps recorded by this drive (all its attempts).
+	Windows int
+	Gaps    int
+}
+
+// LostDetails travel with an ErrTypeEnvironmentLost error: driving may go on
+// from NextIndex in a new incarnation.
+type LostDetails struct {
+	NextIndex int
+	Windows   int
+	Gaps      int
+	Reason    string
+}
+
+// errTargetFailed is returned from the sink when the environment stopped
+// answering mid-drive.
+type errTargetFailed struct{ cause error }
+
+func (e errTargetFailed) Error() string { return "target stopped answering: " + e.cause.Error() }
+
+// Drive drives load on the run's environment for the remaining windows. Each
+// window is probed, committed to the store and only then reported in the
+// heartbeat; a retry resumes after the last committed window.
+//
+// Resume, the subtle part: a retried attempt (the worker died, or the drive
+// failed) takes the last committed index from the heartbeat and the store
+// (whichever is later: the worker may have died between commit and
+// heartbeat). The window that was in progress is lost: it is recorded as a
+// gap and driving resumes at the slot after it, so no committed window is
+// ever rewritten and no (run, index) appears twice. If the environment is
+// gone, the attempt ends with ErrTypeEnvironmentLost and the workflow
+// provisions a new incarnation that continues from LostDetails.NextIndex.
+func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, error) {
+	log := a.logger().With("run", in.RunID, "incarnation", in.Incarnation)
+	s, _, err := a.scenario(ctx, in.RunID, in.Overrides)
+	if err != nil {
+		return DriveResult{}, err
+	}
+	res := DriveResult{NextIndex: in.FirstIndex}
+
+	rp, err := a.resumePoint(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	resuming, last, lastEnd := rp.resuming, rp.last, rp.lastEnd
+	res.Windows, res.Gaps = rp.windows, rp.gaps
+	first := last + 1
+	if resuming {
+		if first < in.Total {
+			gap := window.Window{RunID: in.RunID, Incarnation: in.Incarnation, Index: first, Start: lastEnd, End: a.now(), Gap: true}
+			if err := a.Store.PutWindow(ctx, gap); err != nil {
+				return res, fmt.Errorf("drive run %s: record gap %d: %w", in.RunID, first, err)
+			}
+			inc(a.counter("longhaul_soak_gaps_total"))
+			res.Gaps++
+			log.Warn("resuming a drive: the window in progress was lost", "gap", first)
+			first++
+		}
+		if err := a.check(ctx, in.Env); err != nil {
+			log.Warn("resuming a drive: environment is gone", "err", err)
+			msg := fmt.Sprintf("environment %s of run %s is gone: %v", in.Env.ID, in.RunID, err)
+			return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeEnvironmentLost, err,
+				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: err.Error()})
+		}
+	}
+	res.NextIndex = first
+	if first >= in.Total {
+		return res, nil
+	}
+
+	var prober Prober
+	if a.Probes != nil {
+		p, err := a.Probes(ctx, in.Env, s.Probes)
+		if err != nil {
+			log.Warn("probes unavailable; windows will have no server-side readings", "err", err)
+		} else {
+			prober = p
+			defer prober.Close()
+		}
+	}
+
+	hb := newHeartbeater(ctx, Progress{Incarnation: in.Incarnation, LastIndex: first - 1})
+	defer hb.stop()
+
+	committed := a.counter("longhaul_soak_windows_total")
+	failures := 0
+	maxFailures := a.CheckFailures
+	if maxFailures <= 0 {
+		maxFailures = DefaultCheckFailures
+	}
+	sink := func(w window.Window) error {
+		w.RunID, w.Incarnation = in.RunID, in.Incarnation
+		if prober != nil {
+			prober.Sample(ctx, &w)
+		}
+		// The commit must not be cut short by cancellation: a window the
+		// driver closed is measured data.
+		if err := a.Store.PutWindow(context.WithoutCancel(ctx), w); err != nil {
+			return fmt.Errorf("commit window %d: %w", w.Index, err)
+		}
+		inc(committed)
+		res.Windows++
+		res.NextIndex = w.Index + 1
+		hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
+		if w.Index+1 >= in.Total || ctx.Err() != nil {
+			return nil
+		}
+		if err := a.check(ctx, in.Env); err != nil {
+			failures++
+			log.Warn("environment check failed", "window", w.Index, "failures", failures, "err", err)
+			if failures >= maxFailures {
+				return errTargetFailed{err}
+			}
+		} else {
+			failures = 0
+		}
+		return nil
+	}
+
+	log.Info("driving", "first", first, "total", in.Total, "target", in.Env.TargetURL)
+	err = a.Driver.Drive(ctx, DriveRequest{
+		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
+		TargetURL: in.Env.TargetURL, Scenario: s, Logger: log,
+	}, sink)
+	var tf errTargetFailed
+	switch {
+	case errors.As(err, &tf):
+		return res, temporal.NewNonRetryableApplicationError(tf.Error(), ErrTypeTargetFailed, tf.cause, res)
+	case errors.Is(err, ErrBadInput):
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadScenario, nil, res)
+	case ctx.Err() != nil:
+		// Cancelled (or the heartbeat timed out): every closed window is committed.
+		return res, ctx.Err()
+	case err != nil:
+		return res, fmt.Errorf("drive run %s from window %d: %w", in.RunID, first, err)
+	}
+	return res, nil
+}
+
+// resume is where an attempt starts.
+type resume struct {
+	// resuming is set when an earlier attempt had started driving.
+	resuming bool
+	// last is the last committed slot (FirstIndex-1 if none), lastEnd its end.
+	last    int
+	lastEnd time.Time
+	// windows and gaps already in the store for this drive.
+	windows, gaps int
+}
+
+// resumePoint finds where this attempt starts: after the later of the last
+// heartbeat and the last window in the store.
+func (a *Activities) resumePoint(ctx context.Context, in DriveInput) (resume, error) {
+	r := resume{last: in.FirstIndex - 1}
+	if activity.GetInfo(ctx).Attempt <= 1 {
+		return r, nil
+	}
+	if activity.HasHeartbeatDetails(ctx) {
+		var p Progress
+		if err := activity.GetHeartbeatDetails(ctx, &p); err == nil && p.Incarnation == in.Incarnation {
+			r.resuming = true
+			r.last = max(r.last, p.LastIndex)
+		}
+	}
+	ws, err := a.Store.Windows(ctx, in.RunID, store.WindowQuery{Incarnation: in.Incarnation, FromIndex: in.FirstIndex})
+	if err != nil {
+		return r, fmt.Errorf("drive run %s: read committed windows: %w", in.RunID, err)
+	}
+	for _, w := range ws {
+		if w.Gap {
+			r.gaps++
+		} else {
+			r.windows++
+		}
+		if w.Index >= r.last {
+			r.resuming = true
+			r.last = w.Index
+			r.lastEnd = w.End
+		}
+	}
+	return r, nil
+}
+
+func (a *Activities) check(ctx context.Context, env Environment) error {
+	d := a.CheckTimeout
+	if d <= 0 {
+		d = DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return a.Provisioner.Check(ctx, env)
+}
+
+// heartbeater reports the latest Progress on a ticker as well as on every
+// window, so a long window (30 s) neither delays cancellation nor trips the
+// heartbeat timeout, and a dead worker is noticed within the timeout.
+type heartbeater struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	last Progress
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newHeartbeater(ctx context.Context, p Progress) *heartbeater {
+	h := &heartbeater{ctx: ctx, last: p, done: make(chan struct{})}
+	activity.RecordHeartbeat(ctx, p)
+	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				h.mu.Lock()
+				p := h.last
+				h.mu.Unlock()
+				activity.RecordHeartbeat(ctx, p)
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heartbeater) record(p Progress) {
+	h.mu.Lock()
+	h.last = p
+	h.mu.Unlock()
+	activity.RecordHeartbeat(h.ctx, p)
+}
+
+func (h *heartbeater) stop() {
+	close(h.done)
+	h.wg.Wait()
+}

@@ -1,0 +1,262 @@
+package analysis
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// The accuracy bar (issue 5 §3), on simulated runs: a leak on every seed of
+// the leak models, a collapse naming items on every seed of the no-index
+// models, and no finding of severity warning or worse on any seed of the
+// clean models. Seeds are fixed, so a failure reproduces.
+
+// seeds returns how many seeds to run: many by default, fewer with -short.
+func seeds(t *testing.T, n int) int {
+	if testing.Short() {
+		return max(n/10, 10)
+	}
+	return n
+}
+
+// seedOffset shifts every seed by $ANALYSIS_SEED_OFFSET, to check the
+// detectors on runs they were never tuned on:
+//
+//	ANALYSIS_SEED_OFFSET=100000 go test ./analysis -run Accuracy -v
+//
+// It is read inside the tests, not at package init, so that the test cache
+// knows the result depends on it.
+func seedOffsetFromEnv() uint64 {
+	v, _ := strconv.ParseUint(os.Getenv("ANALYSIS_SEED_OFFSET"), 10, 64)
+	return v
+}
+
+var cleanModels = []model{
+	demo,
+	demo.with("demo with a cache that fills and levels off", func(m *model) {
+		m.cacheMin, m.cacheMax = 10<<20, 60<<20
+		m.cacheTauMin, m.cacheTauMax = 0.03, 0.2
+	}),
+	demo.with("demo with background errors", func(m *model) { m.baseErrRate = 5e-4 }),
+	demo.with("demo, forced-GC checkpoints only (thin heap data)", func(m *model) { m.passive = false }),
+	demo.with("demo, no probes but the heap", func(m *model) { m.db, m.cpu = false, false; m.interference = false }),
+	demo.with("demo, two incarnations", func(m *model) { m.incarnations = 2; m.windows = 20 }),
+	demo.with("node target, inspector every window", func(m *model) {
+		m.node, m.passive, m.forcedEvery = true, false, 0
+		m.cacheMin, m.cacheMax = 2<<20, 8<<20 // compiled code and feedback vectors
+		m.cacheTauMin, m.cacheTauMax = 0.03, 0.15
+	}),
+	{name: "ramp 1→16 VUs well below capacity", windows: 30, windowSec: 3, vus: 16, rampTo: 16, perVU: 120,
+		jitterMin: 0.1, jitterMax: 0.3, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000},
+}
+
+var longClean = demo.with("8-hour soak, 20 s windows", func(m *model) {
+	m.windows, m.windowSec, m.dt = 1440, 20, 1
+})
+
+func TestAccuracyClean(t *testing.T) {
+	models := append(slices.Clone(cleanModels), longClean)
+	var runs, alarms int
+	for _, m := range models {
+		n := seeds(t, 1000)
+		if m.windows > 500 {
+			n = seeds(t, 40)
+		}
+		bad := 0
+		for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+			res := Analyze(m.generate(seed), DefaultOptions())
+			if v := res.Verdicts(); len(v) > 0 {
+				bad++
+				if bad <= 3 {
+					t.Errorf("%s, seed %d: %d warning-or-worse findings on a clean run; first: %s: %s",
+						m.name, seed, len(v), v[0].Kind, v[0].Summary)
+				}
+			}
+		}
+		runs += n
+		alarms += bad
+		t.Logf("%-55s %4d seeds, %d false alarms", m.name, n, bad)
+	}
+	t.Logf("clean models: %d warning-or-worse findings in %d runs (false-positive rate %.3f %%)",
+		alarms, runs, 100*float64(alarms)/float64(runs))
+}
+
+// Without a database probe, a fall in throughput that the target's CPU does
+// not explain may be a slow database, so a large one is a warning by design
+// (CollapseOptions.MinUnexplainedDrop) — and a noisy neighbour taking ~45 %
+// of the machine for the last quarter of a run produces one now and then.
+// Everything else must stay quiet, and that warning must stay rare.
+func TestAccuracyCleanWithoutDatabaseProbe(t *testing.T) {
+	m := demo.with("node target, inspector every window, no database", func(m *model) {
+		m.node, m.passive, m.forcedEvery, m.db = true, false, 0, false
+		m.cacheMin, m.cacheMax = 2<<20, 8<<20 // compiled code and feedback vectors
+		m.cacheTauMin, m.cacheTauMax = 0.03, 0.15
+	})
+	n := seeds(t, 1000)
+	var collapses int
+	for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+		for _, f := range Analyze(m.generate(seed), DefaultOptions()).Verdicts() {
+			if f.Kind != KindCollapse || f.Evidence.Table != "" || !slices.Contains(f.Evidence.Missing, MissingDatabase) {
+				t.Errorf("seed %d: %s %s: %s", seed, f.Severity, f.Kind, f.Summary)
+				continue
+			}
+			collapses++
+		}
+	}
+	rate := float64(collapses) / float64(n)
+	t.Logf("%s: %d seeds, no leak/surge/limit alarms, %d unexplained-collapse warnings (%.2f %%)", m.name, n, collapses, 100*rate)
+	if rate > 0.005 {
+		t.Errorf("unexplained-collapse warnings on %.2f %% of clean runs without a database probe, want ≤ 0.5 %%", 100*rate)
+	}
+}
+
+// Without the database probe a collapse can still be seen, without a table,
+// on most runs; on the rest a noisy neighbour during the first part of the
+// run hides the fall, and only the database statistics could have shown it.
+func TestAccuracyCollapseWithoutDatabaseProbe(t *testing.T) {
+	m := demo.with("demo, no index, no database probe", func(m *model) { m.noIndex = true; m.db = false })
+	n := seeds(t, 1000)
+	var seen, warned int
+	for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+		for _, f := range Analyze(m.generate(seed), DefaultOptions()).Findings {
+			if f.Kind != KindCollapse {
+				continue
+			}
+			if f.Evidence.Table != "" || !slices.Contains(f.Evidence.Missing, MissingDatabase) {
+				t.Fatalf("seed %d: want no table and %q in missing; got %+v", seed, MissingDatabase, f.Evidence)
+			}
+			seen++
+			if f.Severity.Rank() >= Warning.Rank() {
+				warned++
+			}
+		}
+	}
+	t.Logf("%s: %d seeds, collapse reported on %d (%d as warning)", m.name, n, seen, warned)
+	if float64(seen) < 0.9*float64(n) {
+		t.Errorf("collapse reported on %d of %d runs without a database probe, want ≥ 90 %%", seen, n)
+	}
+}
+
+// check is what a model's runs must show, on every seed.
+type check func(res Result) error
+
+func wantKind(kind string, minSev Severity, extra func(Finding) error) check {
+	return func(res Result) error {
+		for _, f := range res.Findings {
+			if f.Kind == kind && f.Severity.Rank() >= minSev.Rank() {
+				if extra != nil {
+					return extra(f)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s finding of severity ≥ %s; got %s", kind, minSev, describe(res))
+	}
+}
+
+func describe(res Result) string {
+	var b strings.Builder
+	for _, f := range res.Findings {
+		fmt.Fprintf(&b, "\n\t[%s %s inc %d] %s", f.Severity, f.Kind, f.Incarnation, f.Summary)
+	}
+	if b.Len() == 0 {
+		return "nothing"
+	}
+	return b.String()
+}
+
+func TestAccuracyFaults(t *testing.T) {
+	leak := demo.with("demo, DEMO_LEAK_BYTES=2048", func(m *model) { m.leakPerReq = 2048 })
+	tests := []struct {
+		m     model
+		seeds int
+		want  check
+		// minRate < 1 allows misses, for a model whose noise can genuinely
+		// erase the fault on a few seeds; the reason is given at the entry.
+		minRate float64
+	}{
+		{leak, 1000, wantKind(KindLeak, Critical, nil), 1},
+		{demo.with("demo, 64-byte leak", func(m *model) { m.leakPerReq = 64 }), 1000, wantKind(KindLeak, Critical, nil), 1},
+		{leak.with("demo, 2 KiB leak behind a warming cache", func(m *model) {
+			m.cacheMin, m.cacheMax, m.cacheTauMin, m.cacheTauMax = 10<<20, 60<<20, 0.03, 0.2
+		}), 1000, wantKind(KindLeak, Critical, nil), 1},
+		{leak.with("node target leaking 2 KiB per request", func(m *model) {
+			m.node, m.passive, m.forcedEvery, m.db = true, false, 0, false
+		}), 1000, wantKind(KindLeak, Critical, nil), 1},
+		{leak.with("demo leak, two incarnations", func(m *model) { m.incarnations = 2; m.windows = 20 }), 300,
+			func(res Result) error {
+				var got []int
+				for _, f := range res.Findings {
+					if f.Kind == KindLeak && f.Severity == Critical {
+						got = append(got, f.Incarnation)
+					}
+				}
+				if !slices.Equal(got, []int{0, 1}) {
+					return fmt.Errorf("critical leaks in incarnations %v, want [0 1]; got %s", got, describe(res))
+				}
+				return nil
+			}, 1},
+		{demo.with("demo, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }), 1000,
+			wantKind(KindCollapse, Warning, func(f Finding) error {
+				if f.Evidence.Table != "items" {
+					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)
+				}
+				return nil
+			}), 1},
+		{demo.with("demo, no index, half the collapse speed", func(m *model) { m.noIndex = true; m.rowCostK = 8000 }), 1000,
+			wantKind(KindCollapse, Warning, func(f Finding) error {
+				if f.Evidence.Table != "items" {
+					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)
+				}
+				return nil
+			}), 1},
+		{demo.with("demo, 5xx surge from 60 % of the run", func(m *model) {
+			m.surgeAt, m.surgeRate, m.surgeClass = 0.6, 0.08, window.Status5xx
+		}), 1000, wantKind(KindErrorSurge, Critical, func(f Finding) error {
+			if f.Evidence.Notes["errors_5xx"] == 0 || !strings.Contains(f.Summary, "mostly 5xx") {
+				return fmt.Errorf("surge does not name 5xx: %s", f.Summary)
+			}
+			return nil
+		}), 1},
+		// On about one seed in a thousand the machine's drift adds +50 % or
+		// more over the top half of the ramp: throughput then really keeps
+		// rising (elasticity ≈ 0.3) and "flat" would be wrong.
+		{model{name: "ramp 1→64 VUs, saturating at ~12", windows: 40, windowSec: 3, vus: 64, rampTo: 64, perVU: 150, capacity: 1800,
+			jitterMin: 0.1, jitterMax: 0.3, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000}, 1000,
+			wantKind(KindThroughputLimit, Warning, func(f Finding) error {
+				// The curve reaches 90 % of its plateau at 14 VUs. A
+				// noisy neighbour mid-ramp can make it look later, up to
+				// the largest knee the detector considers (64/MinOverKnee).
+				if k := f.Evidence.Notes["knee"]; k < 7 || k > 26 {
+					return fmt.Errorf("knee at %v VUs, want 7–26: %s", k, f.Summary)
+				}
+				return nil
+			}), 0.995},
+	}
+	for _, tt := range tests {
+		n := seeds(t, tt.seeds)
+		missed := 0
+		sev := map[Severity]int{}
+		minRate := tt.minRate
+		if minRate == 0 {
+			minRate = 1
+		}
+		allowed := int(float64(n) * (1 - minRate))
+		for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+			res := Analyze(tt.m.generate(seed), DefaultOptions())
+			if err := tt.want(res); err != nil {
+				missed++
+				if missed > allowed && missed <= allowed+3 {
+					t.Errorf("%s, seed %d: %v", tt.m.name, seed, err)
+				}
+			}
+			sev[res.Worst()]++
+		}
+		t.Logf("%-55s %4d seeds, %d missed (worst severity: %d critical, %d warning)", tt.m.name, n, missed, sev[Critical], sev[Warning])
+	}
+}

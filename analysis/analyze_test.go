@@ -1,0 +1,390 @@
+package analysis
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// windows returns n steady 3-second windows of incarnation 0 (2,000 req/s,
+// 16 VUs, p50 8 ms, no errors, no probes); edit sets anything else.
+func windows(n int, edit func(i int, w *window.Window)) []window.Window {
+	ws := make([]window.Window, n)
+	for i := range ws {
+		ws[i] = window.Window{
+			Index: i, Start: t0.Add(time.Duration(i) * 3 * time.Second), End: t0.Add(time.Duration(i+1) * 3 * time.Second),
+			Requests: 6000, OK: 6000, RPS: 2000, VUs: 16, InFlight: 16,
+			LatencyMs: window.Latency{P50: 8, P99: 30},
+		}
+		if edit != nil {
+			edit(i, &ws[i])
+		}
+	}
+	return ws
+}
+
+func bytesPtr(v float64) *int64 { b := int64(v); return &b }
+
+const mib = 1 << 20
+
+// kinds lists "severity kind" for each finding, in order.
+func kinds(res Result) []string {
+	var out []string
+	for _, f := range res.Findings {
+		out = append(out, string(f.Severity)+" "+f.Kind)
+	}
+	return out
+}
+
+func find(res Result, kind string) (Finding, bool) {
+	for _, f := range res.Findings {
+		if f.Kind == kind {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+func TestLeakVerdicts(t *testing.T) {
+	tests := []struct {
+		name     string
+		heap     func(i int) float64 // bytes at window i (30 windows of 3 s)
+		forced   func(i int) bool
+		want     Severity // of the leak finding; "" for none
+		contains string
+	}{
+		{"linear growth", func(i int) float64 { return 10*mib + float64(i)*mib }, nil, Critical, "likely a memory leak"},
+		{"flat with noise", func(i int) float64 { return 10*mib + float64(i%3)*0.2*mib }, nil, "", ""},
+		{"cache fills and levels off", func(i int) float64 { return 10*mib + 40*mib*(1-math.Exp(-float64(i)/3)) }, nil, Info, "levelled off"},
+		{"grows 15 %: a note, not a verdict", func(i int) float64 { return 20*mib + float64(i)*0.1*mib }, nil, Info, "less than the 25 %"},
+		{"only forced-GC checkpoints, 6 of them", func(i int) float64 { return 10*mib + float64(i)*mib },
+			func(i int) bool { return i%5 == 4 }, Warning, "only 6 readings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := windows(30, func(i int, w *window.Window) {
+				forced := tt.forced != nil && tt.forced(i)
+				if tt.forced == nil || forced {
+					w.Probes.HeapBytes, w.Probes.HeapForcedGC = bytesPtr(tt.heap(i)), forced
+				}
+			})
+			res := Analyze(ws, DefaultOptions())
+			f, ok := find(res, KindLeak)
+			switch {
+			case tt.want == "" && ok:
+				t.Fatalf("got %s leak %q, want none", f.Severity, f.Summary)
+			case tt.want == "":
+				return
+			case !ok:
+				t.Fatalf("no leak finding, want %s; got %v", tt.want, kinds(res))
+			}
+			if f.Severity != tt.want || !strings.Contains(f.Summary, tt.contains) {
+				t.Errorf("got %s %q, want %s containing %q", f.Severity, f.Summary, tt.want, tt.contains)
+			}
+		})
+	}
+}
+
+func TestLeakEvidence(t *testing.T) {
+	// 1 MiB per window of 6,000 requests: 1,200 MiB/hour, 174.8 KiB per 1,000 requests.
+	ws := windows(30, func(i int, w *window.Window) { w.Probes.HeapBytes = bytesPtr(10*mib + float64(i)*mib) })
+	f, ok := find(Analyze(ws, DefaultOptions()), KindLeak)
+	if !ok {
+		t.Fatal("no leak finding")
+	}
+	ev := f.Evidence
+	if ev.FirstWindow != 1 || ev.LastWindow != 29 {
+		t.Errorf("windows %d–%d, want 1–29 (window 0 is warm-up)", ev.FirstWindow, ev.LastWindow)
+	}
+	if got, want := ev.Slope, 1200.0*mib; !approxEqual(got, want, 1e-9) || ev.SlopeUnit != "bytes/hour" {
+		t.Errorf("slope %v %s, want %v bytes/hour", got, ev.SlopeUnit, want)
+	}
+	if got, want := ev.PerKRequests, 1000.0*mib/6000; !approxEqual(got, want, 1e-9) {
+		t.Errorf("per 1k requests %v, want %v", got, want)
+	}
+	if ev.PValue <= 0 || ev.PValue > 1e-6 {
+		t.Errorf("p-value %v, want a tiny positive one", ev.PValue)
+	}
+	// Quarter medians: readings 1..8 and 22..29.
+	if ev.Before != 14.5*mib || ev.After != 35.5*mib || ev.Unit != "bytes" {
+		t.Errorf("before/after %v/%v %s, want %v/%v bytes", ev.Before, ev.After, ev.Unit, 14.5*mib, 35.5*mib)
+	}
+}
+
+func TestThinAndMissingData(t *testing.T) {
+	tests := []struct {
+		name string
+		ws   []window.Window
+		want []string
+	}{
+		{"four heap readings", windows(30, func(i int, w *window.Window) {
+			if i%7 == 6 {
+				w.Probes.HeapBytes, w.Probes.HeapForcedGC = bytesPtr(float64(10+i)*mib), true
+			}
+		}), []string{"info insufficient_data", "info missing_evidence"}},
+		{"five windows", windows(5, nil), []string{"info insufficient_data", "info missing_evidence"}},
+		{"no probes", windows(30, nil), []string{"info missing_evidence"}},
+		{"nothing but gaps", []window.Window{{Gap: true}, {Index: 1, Gap: true}}, nil},
+		{"nothing", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := kinds(Analyze(tt.ws, DefaultOptions())); !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMissingEvidenceNamesProbes(t *testing.T) {
+	cpu := 0.5
+	ws := windows(30, func(i int, w *window.Window) { w.Probes.CPUSeconds = &cpu })
+	// A second incarnation with the same probes missing: said once.
+	ws = append(ws, windows(30, func(i int, w *window.Window) { w.Incarnation, w.Index = 1, 31+i })...)
+	var missing []Finding
+	for _, f := range Analyze(ws, DefaultOptions()).Findings {
+		if f.Kind == KindMissingEvidence {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) != 2 {
+		t.Fatalf("got %d missing_evidence findings, want 2 (incarnation 1 lacks CPU too)", len(missing))
+	}
+	if got, want := missing[0].Evidence.Missing, []string{MissingHeap, MissingDatabase}; !slices.Equal(got, want) {
+		t.Errorf("incarnation 0 missing %v, want %v", got, want)
+	}
+	if got, want := missing[1].Evidence.Missing, []string{MissingHeap, MissingDatabase, MissingCPU}; !slices.Equal(got, want) {
+		t.Errorf("incarnation 1 missing %v, want %v", got, want)
+	}
+	if !strings.Contains(missing[0].Summary, "post-GC heap") || !strings.Contains(missing[0].Summary, "database statistics") {
+		t.Errorf("summary does not name what is missing: %q", missing[0].Summary)
+	}
+}
+
+func TestWarmupAndIncarnations(t *testing.T) {
+	// Heap jumps 10 → 60 MiB over the first five windows, then stays flat.
+	warm := func(i int, w *window.Window) {
+		w.Probes.HeapBytes = bytesPtr(10*mib + 10*mib*float64(min(i, 5)) + float64(i%2)*0.1*mib)
+	}
+	tests := []struct {
+		name      string
+		opts      Options
+		wantFirst int
+		wantLeak  bool
+	}{
+		{"default: one warm-up window", Options{}, 1, false},
+		{"15 s of warm-up", Options{Warmup: 15 * time.Second}, 5, false},
+		{"WarmupWindows 7", Options{WarmupWindows: 7}, 7, false},
+		{"no warm-up at all", Options{WarmupWindows: -1}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Analyze(windows(30, warm), tt.opts)
+			if _, leak := find(res, KindLeak); leak && tt.wantLeak != (res.Worst().Rank() >= Warning.Rank()) {
+				t.Errorf("leak verdict %v, want %v: %v", !tt.wantLeak, tt.wantLeak, kinds(res))
+			}
+			f, ok := find(res, KindMissingEvidence)
+			if !ok || f.Evidence.FirstWindow != tt.wantFirst {
+				t.Errorf("first analysed window %d, want %d", f.Evidence.FirstWindow, tt.wantFirst)
+			}
+		})
+	}
+
+	// Two incarnations, each flat, at different levels, with a lost window
+	// between them: no leak (analysed jointly they would look like a step).
+	ws := windows(20, func(i int, w *window.Window) { w.Probes.HeapBytes = bytesPtr(10*mib + float64(i%3)*0.1*mib) })
+	ws = append(ws, window.Window{Incarnation: 0, Index: 20, Gap: true})
+	ws = append(ws, windows(20, func(i int, w *window.Window) {
+		w.Incarnation, w.Index = 1, 21+i
+		w.Probes.HeapBytes = bytesPtr(30*mib + float64(i%3)*0.1*mib)
+	})...)
+	res := Analyze(ws, DefaultOptions())
+	if v := res.Verdicts(); len(v) != 0 {
+		t.Errorf("two flat incarnations gave verdicts: %v", kinds(res))
+	}
+	var incs []int
+	for _, f := range res.Findings {
+		incs = append(incs, f.Incarnation)
+	}
+	if !slices.Equal(incs, []int{0}) {
+		t.Errorf("findings for incarnations %v, want [0] (the missing-evidence note, said once)", incs)
+	}
+}
+
+func TestDuplicateWindowKeepsLastCopy(t *testing.T) {
+	ws := windows(30, func(i int, w *window.Window) { w.Probes.HeapBytes = bytesPtr(10*mib + float64(i)*mib) })
+	// A retried activity wrote windows 10–19 again; the store would keep the
+	// last copy, and so does Analyze.
+	for i := 10; i < 20; i++ {
+		dup := ws[i]
+		dup.Probes.HeapBytes = bytesPtr(10*mib + float64(i)*mib)
+		ws = append(ws, dup)
+	}
+	f, ok := find(Analyze(ws, DefaultOptions()), KindLeak)
+	if !ok {
+		t.Fatal("no leak finding")
+	}
+	if got := f.Evidence.Notes["readings"]; got != 29 {
+		t.Errorf("readings %v, want 29 (duplicates counted once)", got)
+	}
+}
+
+func TestErrorSurge(t *testing.T) {
+	tests := []struct {
+		name     string
+		edit     func(i int, w *window.Window)
+		want     Severity
+		contains string
+	}{
+		{"timeouts from window 20", func(i int, w *window.Window) {
+			if i >= 20 {
+				w.Errors.Timeout, w.Errors.Status5xx = 540, 60
+				w.OK = w.Requests - 600
+			}
+		}, Critical, "mostly timeout, 90 % of them"},
+		{"a burst that recovered", func(i int, w *window.Window) {
+			if i >= 12 && i < 16 {
+				w.Errors.Status5xx = 1200
+				w.OK = w.Requests - 1200
+			}
+		}, Warning, "then fell back to 0 %"},
+		{"interrupted requests at the end are not errors", func(i int, w *window.Window) {
+			if i == 29 {
+				w.Requests, w.Errors.Interrupted, w.OK = 100, 16, 84
+			}
+		}, "", ""},
+		{"a few stray errors", func(i int, w *window.Window) {
+			if i%9 == 8 {
+				w.Errors.Reset = 2
+			}
+		}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Analyze(windows(30, tt.edit), DefaultOptions())
+			f, ok := find(res, KindErrorSurge)
+			if tt.want == "" {
+				if ok {
+					t.Errorf("got %s %q, want no surge", f.Severity, f.Summary)
+				}
+				return
+			}
+			if !ok || f.Severity != tt.want || !strings.Contains(f.Summary, tt.contains) {
+				t.Errorf("got %v %q, want %s containing %q", kinds(res), f.Summary, tt.want, tt.contains)
+			}
+		})
+	}
+}
+
+func TestThroughputLimitOnARamp(t *testing.T) {
+	// VUs 2, 4, … 64; throughput min(150·VUs, 1,800) req/s; latency by
+	// Little's law. Saturation at 12 VUs.
+	ws := windows(32, func(i int, w *window.Window) {
+		c := float64(2 * (i + 1))
+		x := math.Min(150*c, 1800) * (1 + 0.05*math.Sin(float64(i)))
+		w.VUs, w.Target, w.InFlight = int(c), c, int(c)
+		w.Requests, w.OK, w.RPS = int64(3*x), int64(3*x), x
+		w.LatencyMs.P50 = c / x * 1000
+	})
+	res := Analyze(ws, DefaultOptions())
+	f, ok := find(res, KindThroughputLimit)
+	if !ok {
+		t.Fatalf("no throughput_limit finding: %v", kinds(res))
+	}
+	if k := f.Evidence.Notes["knee"]; k < 10 || k > 14 {
+		t.Errorf("knee %v VUs, want 10–14: %s", k, f.Summary)
+	}
+	for _, s := range []string{"VUs", "p50 latency rose", "saturated resource"} {
+		if !strings.Contains(f.Summary, s) {
+			t.Errorf("summary lacks %q: %s", s, f.Summary)
+		}
+	}
+	if _, ok := find(res, KindCollapse); ok {
+		t.Errorf("a ramp was read as a collapse: %v", kinds(res))
+	}
+
+	// The same ramp scaling linearly: no limit.
+	linear := windows(32, func(i int, w *window.Window) {
+		c := float64(2 * (i + 1))
+		w.VUs, w.Target = int(c), c
+		w.Requests, w.RPS = int64(3*150*c), 150*c
+	})
+	if f, ok := find(Analyze(linear, DefaultOptions()), KindThroughputLimit); ok {
+		t.Errorf("linear scaling gave %q", f.Summary)
+	}
+}
+
+func TestCollapseNamesTheTable(t *testing.T) {
+	m := demo.with("no index", func(m *model) { m.noIndex = true })
+	res := Analyze(m.generate(1), DefaultOptions())
+	f, ok := find(res, KindCollapse)
+	if !ok || f.Severity != Critical {
+		t.Fatalf("want a critical collapse, got %v", kinds(res))
+	}
+	ev := f.Evidence
+	if ev.Table != "items" || ev.Unit != "req/s" || !(ev.After < ev.Before) || ev.Correlation > -0.5 {
+		t.Errorf("evidence %+v: want table items, req/s falling, negative correlation with rows", ev)
+	}
+	for _, s := range []string{"throughput fell", "as items grew", "seq scans on items read", "rows per request at the end vs", "missing an index"} {
+		if !strings.Contains(f.Summary, s) {
+			t.Errorf("summary lacks %q: %s", s, f.Summary)
+		}
+	}
+}
+
+func TestResultHelpers(t *testing.T) {
+	res := Result{Findings: []Finding{{Kind: KindMissingEvidence, Severity: Info}, {Kind: KindLeak, Severity: Warning}}}
+	if got := res.Worst(); got != Warning {
+		t.Errorf("Worst() = %q, want warning", got)
+	}
+	if got := res.Verdicts(); len(got) != 1 || got[0].Kind != KindLeak {
+		t.Errorf("Verdicts() = %v, want the leak", got)
+	}
+	if got := (Result{}).Worst(); got != "" {
+		t.Errorf("empty Worst() = %q, want \"\"", got)
+	}
+}
+
+func TestZeroOptionsMeanDefaults(t *testing.T) {
+	if got, want := (Options{}).withDefaults(), DefaultOptions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Options{}.withDefaults() = %+v\nwant DefaultOptions() = %+v", got, want)
+	}
+	custom := Options{Leak: LeakOptions{Alpha: 0.05}}.withDefaults()
+	if custom.Leak.Alpha != 0.05 || custom.Leak.MinReadings != DefaultOptions().Leak.MinReadings {
+		t.Errorf("a set field must be kept and the rest defaulted: %+v", custom.Leak)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{fmtBytes(812), "812 B"},
+		{fmtBytes(12.34 * mib), "12.3 MiB"},
+		{fmtBytes(1.5 * 1024), "1.50 KiB"},
+		{fmtBytes(300 * 1024 * mib), "300 GiB"},
+		{fmtCount(38000), "38,000"},
+		{fmtCount(1950.4), "1,950"},
+		{fmtCount(-1234567), "−1,234,567"},
+		{fmtCount(12.34), "12.3"},
+		{fmtCount(0.123), "0.12"},
+		{fmtPct(0.084), "8.4 %"},
+		{fmtPct(0.0002), "0.02 %"},
+		{fmtPct(0.35), "35 %"},
+		{fmtP(0.00003), "p < 0.0001"},
+		{fmtP(0.0123), "p = 0.012"},
+		{fmtFactor(5.12), "5.1×"},
+		{fmtSeconds(87), "87 s"},
+		{fmtSeconds(8 * 3600), "8.0 h"},
+		{fmtMs(0.42), "0.42 ms"},
+		{fmtMs(130.4), "130 ms"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,383 @@
+// Command compare measures what the driver costs next to wrk (and vegeta, for
+// reference) on the same loopback target, and prints a Markdown report.
+//
+//	go run ./bench/driver/compare -rounds 6 -duration 10s > bench/driver/RESULTS.md
+//
+// It builds bench/driver/target and bench/driver/runner into a temporary
+// directory, installs vegeta there too (go install, outside the module),
+// starts the target pinned to one CPU and runs the load generators pinned to
+// the other, 16 connections each. Each round runs wrk and longhaul as a pair,
+// in alternating order (ABBA: wrk first in even rounds), then vegeta, so that
+// drift on a shared machine hits both tools of a pair alike. Per run it
+// records the requests the tool reports and the CPU time (user + system)
+// of its process from the kernel's accounting (wait4 rusage); the report
+// gives each tool's medians and the per-pair longhaul÷wrk ratios with their
+// spread.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// vegetaModule is installed into the temporary directory, never into the repo.
+const vegetaModule = "github.com/tsenart/vegeta/v12@v12.13.0"
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	rounds    int
+	duration  time.Duration
+	conns     int
+	genCPU    string
+	targetCPU string
+	vegeta    bool
+}
+
+// measurement is one run of one tool.
+type measurement struct {
+	Tool     string
+	Round    int
+	Requests int64
+	Seconds  float64 // the tool's own measuring time
+	CPU      float64 // user + system seconds of the tool's process
+}
+
+func (m measurement) rps() float64             { return float64(m.Requests) / m.Seconds }
+func (m measurement) cpuMicrosPerReq() float64 { return m.CPU * 1e6 / float64(m.Requests) }
+
+func run(args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.IntVar(&cfg.rounds, "rounds", 6, "rounds (each: a wrk/longhaul pair, then vegeta)")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each run")
+	fs.IntVar(&cfg.conns, "conns", 16, "connections (VUs) per generator")
+	fs.StringVar(&cfg.genCPU, "gen-cpu", "0", "CPU list the generators are pinned to (taskset -c)")
+	fs.StringVar(&cfg.targetCPU, "target-cpu", "1", "CPU list the target is pinned to")
+	fs.BoolVar(&cfg.vegeta, "vegeta", true, "also run vegeta for reference")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, tool := range []string{"taskset", "wrk", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is needed: %w", tool, err)
+		}
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+
+	tmp, err := os.MkdirTemp("", "longhaul-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for _, pkg := range []string{"target", "runner"} {
+		logf("building %s", pkg)
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, pkg), "./bench/driver/"+pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
+		}
+	}
+	vegeta := ""
+	if cfg.vegeta {
+		logf("installing %s", vegetaModule)
+		cmd := exec.Command("go", "install", vegetaModule)
+		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			logf("vegeta not available, skipping it: %v\n%s", err, out)
+		} else {
+			vegeta = filepath.Join(tmp, "vegeta")
+		}
+	}
+
+	addr, stopTarget, err := startTarget(filepath.Join(tmp, "target"), cfg.targetCPU)
+	if err != nil {
+		return err
+	}
+	defer stopTarget()
+	url := "http://" + addr + "/"
+	loadBefore := loadAvg()
+	startedAt := time.Now()
+
+	tools := map[string]func(round int, d time.Duration) (measurement, error){
+		"wrk": func(round int, d time.Duration) (measurement, error) {
+			return runWrk(cfg, url, d)
+		},
+		"longhaul": func(round int, d time.Duration) (measurement, error) {
+			return runLonghaul(cfg, filepath.Join(tmp, "runner"), url, d)
+		},
+		"vegeta": func(round int, d time.Duration) (measurement, error) {
+			return runVegeta(cfg, vegeta, tmp, url, d)
+		},
+	}
+	// Warm up the target and the page cache; not recorded.
+	logf("warming up")
+	for _, t := range []string{"wrk", "longhaul"} {
+		if _, err := tools[t](0, 2*time.Second); err != nil {
+			return fmt.Errorf("warm-up %s: %w", t, err)
+		}
+	}
+	var ms []measurement
+	for r := 1; r <= cfg.rounds; r++ {
+		order := []string{"wrk", "longhaul"}
+		if r%2 == 0 {
+			order = []string{"longhaul", "wrk"}
+		}
+		if vegeta != "" {
+			order = append(order, "vegeta")
+		}
+		for _, t := range order {
+			m, err := tools[t](r, cfg.duration)
+			if err != nil {
+				return fmt.Errorf("round %d %s: %w", r, t, err)
+			}
+			m.Tool, m.Round = t, r
+			logf("round %d %-8s %8.0f req/s %6.2f µs CPU/req", r, t, m.rps(), m.cpuMicrosPerReq())
+			ms = append(ms, m)
+		}
+	}
+	report(stdout, cfg, ms, startedAt, loadBefore, loadAvg(), vegeta != "")
+	return nil
+}
+
+// startTarget runs the target pinned to cpu and returns its address.
+func startTarget(bin, cpu string) (string, func(), error) {
+	cmd := exec.Command("taskset", "-c", cpu, bin, "-addr", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start target: %w", err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("target did not start: %w", err)
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		stop()
+		return "", nil, fmt.Errorf("target said %q", line)
+	}
+	return addr, stop, nil
+}
+
+// pinned runs argv on the generator CPU and returns its stdout and the CPU
+// seconds (user + system) of its process.
+func pinned(cfg config, argv ...string) ([]byte, float64, error) {
+	cmd := exec.Command("taskset", append([]string{"-c", cfg.genCPU}, argv...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, 0, fmt.Errorf("%s: %v: %s", argv[0], err, errb.String())
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return nil, 0, errors.New("no rusage")
+	}
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return out.Bytes(), cpu, nil
+}
+
+var wrkRequests = regexp.MustCompile(`(\d+) requests in ([\d.]+)(us|ms|s|m)`)
+
+func runWrk(cfg config, url string, d time.Duration) (measurement, error) {
+	out, cpu, err := pinned(cfg, "wrk", "-t1", "-c"+strconv.Itoa(cfg.conns), "-d"+seconds(d), url)
+	if err != nil {
+		return measurement{}, err
+	}
+	m := wrkRequests.FindSubmatch(out)
+	if m == nil {
+		return measurement{}, fmt.Errorf("cannot read wrk's output:\n%s", out)
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	v, _ := strconv.ParseFloat(string(m[2]), 64)
+	unit := map[string]float64{"us": 1e-6, "ms": 1e-3, "s": 1, "m": 60}[string(m[3])]
+	if bytes.Contains(out, []byte("Non-2xx")) || bytes.Contains(out, []byte("Socket errors")) {
+		return measurement{}, fmt.Errorf("wrk saw errors:\n%s", out)
+	}
+	return measurement{Requests: n, Seconds: v * unit, CPU: cpu}, nil
+}
+
+func runLonghaul(cfg config, runner, url string, d time.Duration) (measurement, error) {
+	out, cpu, err := pinned(cfg, runner, "-target", url, "-vus", strconv.Itoa(cfg.conns), "-duration", d.String(), "-window", "1s")
+	if err != nil {
+		return measurement{}, err
+	}
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	var s struct {
+		Requests int64   `json:"requests"`
+		Errors   int64   `json:"errors"`
+		Seconds  float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil {
+		return measurement{}, fmt.Errorf("cannot read the runner's output: %v\n%s", err, out)
+	}
+	if s.Errors > 0 {
+		return measurement{}, fmt.Errorf("longhaul saw %d errors", s.Errors)
+	}
+	return measurement{Requests: s.Requests, Seconds: s.Seconds, CPU: cpu}, nil
+}
+
+func runVegeta(cfg config, vegeta, tmp, url string, d time.Duration) (measurement, error) {
+	results := filepath.Join(tmp, "vegeta.bin")
+	targets := filepath.Join(tmp, "targets.txt")
+	if err := os.WriteFile(targets, []byte("GET "+url+"\n"), 0o644); err != nil {
+		return measurement{}, err
+	}
+	c := strconv.Itoa(cfg.conns)
+	_, cpu, err := pinned(cfg, vegeta, "attack", "-targets", targets, "-rate", "0", "-workers", c, "-max-workers", c,
+		"-max-connections", c, "-duration", d.String(), "-output", results)
+	if err != nil {
+		return measurement{}, err
+	}
+	out, err := exec.Command(vegeta, "report", "-type", "json", results).Output()
+	if err != nil {
+		return measurement{}, fmt.Errorf("vegeta report: %w", err)
+	}
+	var rep struct {
+		Requests    int64   `json:"requests"`
+		Duration    int64   `json:"duration"`
+		Wait        int64   `json:"wait"`
+		Success     float64 `json:"success"`
+		StatusCodes map[string]int64
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return measurement{}, fmt.Errorf("cannot read vegeta's report: %v", err)
+	}
+	if rep.Success < 1 {
+		return measurement{}, fmt.Errorf("vegeta success ratio %.4f", rep.Success)
+	}
+	return measurement{Requests: rep.Requests, Seconds: float64(rep.Duration+rep.Wait) / 1e9, CPU: cpu}, nil
+}
+
+func seconds(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) + "s" }
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBefore, loadAfter string, withVegeta bool) {
+	fmt.Fprintf(w, "# Driver cost: longhaul vs wrk (and vegeta)\n\n")
+	fmt.Fprintf(w, "Generated by `go run ./bench/driver/compare -rounds %d -duration %s` on %s.\n\n",
+		cfg.rounds, cfg.duration, started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "- Machine: %s, %d CPUs, Linux %s, %s\n", cpuModel(), runtime.NumCPU(), kernel(), runtime.Version())
+	fmt.Fprintf(w, "- Target: bench/driver/target (Go net/http, 40-byte JSON body) pinned to CPU %s\n", cfg.targetCPU)
+	fmt.Fprintf(w, "- Generators pinned to CPU %s, %d keep-alive connections each: `wrk -t1 -c%d`, "+
+		"bench/driver/runner (driver.Run, closed model, %d VUs, 1 s windows), `vegeta attack -rate 0 -max-workers %d -max-connections %d`\n",
+		cfg.genCPU, cfg.conns, cfg.conns, cfg.conns, cfg.conns, cfg.conns)
+	fmt.Fprintf(w, "- CPU = user + system time of the generator's process (wait4 rusage) ÷ the requests it reports\n")
+	fmt.Fprintf(w, "- Load average before: %s; after: %s\n\n", loadBefore, loadAfter)
+
+	fmt.Fprintf(w, "## Runs (in the order they ran)\n\n| round | tool | requests | req/s | CPU µs/request |\n|---:|---|---:|---:|---:|\n")
+	for _, m := range ms {
+		fmt.Fprintf(w, "| %d | %s | %d | %.0f | %.2f |\n", m.Round, m.Tool, m.Requests, m.rps(), m.cpuMicrosPerReq())
+	}
+
+	fmt.Fprintf(w, "\n## Per tool (median over rounds)\n\n| tool | req/s | CPU µs/request |\n|---|---:|---:|\n")
+	tools := []string{"wrk", "longhaul"}
+	if withVegeta {
+		tools = append(tools, "vegeta")
+	}
+	byTool := map[string]map[int]measurement{}
+	for _, m := range ms {
+		if byTool[m.Tool] == nil {
+			byTool[m.Tool] = map[int]measurement{}
+		}
+		byTool[m.Tool][m.Round] = m
+	}
+	for _, t := range tools {
+		var rps, cpu []float64
+		for _, m := range byTool[t] {
+			rps = append(rps, m.rps())
+			cpu = append(cpu, m.cpuMicrosPerReq())
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.2f |\n", t, median(rps), median(cpu))
+	}
+
+	fmt.Fprintf(w, "\n## longhaul ÷ wrk, per round (paired)\n\n| round | CPU/request ratio | req/s ratio |\n|---:|---:|---:|\n")
+	var cpuR, rpsR []float64
+	for r := 1; r <= cfg.rounds; r++ {
+		a, b := byTool["longhaul"][r], byTool["wrk"][r]
+		c, q := a.cpuMicrosPerReq()/b.cpuMicrosPerReq(), a.rps()/b.rps()
+		cpuR, rpsR = append(cpuR, c), append(rpsR, q)
+		fmt.Fprintf(w, "| %d | %.3f | %.3f |\n", r, c, q)
+	}
+	fmt.Fprintf(w, "\n**CPU per request: longhaul ÷ wrk = %.2f (median; range %.2f–%.2f over %d pairs). Goal ≤ 1.30: %s.**\n\n",
+		median(cpuR), slices.Min(cpuR), slices.Max(cpuR), len(cpuR), verdict(median(cpuR) <= 1.3))
+	fmt.Fprintf(w, "**Requests/s: longhaul ÷ wrk = %.2f (median; range %.2f–%.2f). Goal ≥ 0.90: %s.**\n",
+		median(rpsR), slices.Min(rpsR), slices.Max(rpsR), verdict(median(rpsR) >= 0.9))
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestScenarioValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\nops:\n  - name: a\n    wieght: 2\n    request: {path: items}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hello := filepath.Join("..", "..", "scenarios", "hello.yaml")
+	mix := filepath.Join("..", "..", "scenarios", "parse-mix.yaml")
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"ok", []string{hello, mix}, exitOK, hello + ": ok\n" + mix + ": ok\n", ""},
+		{"errors", []string{bad, hello}, exitBadInput, hello + ": ok\n",
+			bad + `:4: unknown key "wieght" in an op (known keys: name, request, capture, expect, think, weight)` + "\n" +
+				bad + `:5: op "a": path must start with "/" (the target's URL is given separately), got "items"` + "\n"},
+		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, exitBadInput, "", filepath.Join(dir, "nope.yaml") + ": cannot read: no such file or directory\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			a := &app{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
+			code := a.run(context.Background(), append([]string{"scenario", "validate"}, tt.args...))
+			if code != tt.wantCode || stdout.String() != tt.wantStdout || stderr.String() != tt.wantStderr {
+				t.Errorf("exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q",
+					code, stdout.String(), stderr.String(), tt.wantCode, tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestScenarioValidateNeedsFile(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
+	if code := a.run(context.Background(), []string{"scenario", "validate"}); code != exitBadInput {
+		t.Errorf("validate without files: exit %d (stderr %q), want %d", code, stderr.String(), exitBadInput)
+	}
+}

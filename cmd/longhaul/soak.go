@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/workflows"
+)
+
+// temporalDir is the embedded server's directory under the data directory.
+const temporalDir = "temporal"
+
+// logger is the commands' slog logger: warnings and errors on stderr.
+func (a *app) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if a.getenv("LONGHAUL_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// startDevServer starts the embedded Temporal server on DATA/temporal.
+func (a *app) startDevServer(ctx context.Context, dataDir string, port int, log *slog.Logger) (*devserver.Server, error) {
+	s, err := devserver.Start(ctx, devserver.Options{
+		DataDir: filepath.Join(dataDir, temporalDir), Port: port, Logger: log,
+	})
+	if err != nil {
+		return nil, badInput{err}
+	}
+	return s, nil
+}
+
+// dialTemporal connects to a Temporal frontend; an unreachable one is bad
+// input (the address is the user's).
+func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log *slog.Logger) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: hostPort, Namespace: namespace, Logger: sdklog.NewStructuredLogger(log),
+	})
+	if err != nil {
+		return nil, badInputf("cannot reach Temporal at %s (namespace %s): %v", hostPort, namespace, err)
+	}
+	return c, nil
+}
+
+// newSoakWorker wires the real activities (provisioner, driver, probes,
+// analysis, store) into a worker on the general and this host's queues.
+func (a *app) newSoakWorker(c client.Client, st store.Store, dataDir string, set *metrics.Set, log *slog.Logger) (*workflows.Worker, error) {
+	prov, err := provision.New("", provision.Options{DataDir: dataDir, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
+	}
+	acts := &activities.Activities{
+		Store:       st,
+		Provisioner: provisionAdapter{prov},
+		Driver:      activities.LoadDriver{Metrics: set, LookupEnv: a.lookupEnv},
+		Probes:      activities.ServerProbes(log),
+		Analyzer:    activities.Findings,
+		Metrics:     set,
+		Logger:      log,
+	}
+	if q := a.getenv("LONGHAUL_HOST_QUEUE"); q != "" {
+		acts.HostTaskQueue = q
+	}
+	return workflows.NewWorker(c, acts, worker.Options{}), nil
+}
+
+// provisionAdapter presents a provision.Provisioner as the activities'
+// Provisioner. (The activities cannot import package provision: it links
+// testcontainers, which the workflow side must not.)
+type provisionAdapter struct{ p provision.Provisioner }
+
+func (pa provisionAdapter) Provision(ctx context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
+	env, err := pa.p.Provision(ctx, provision.Request{
+		RunID: req.RunID, Incarnation: req.Incarnation, Spec: req.Spec,
+		Provider: req.Provider, ExtraEnv: req.ExtraEnv,
+	})
+	out, cerr := toActivityEnv(env)
+	if err != nil {
+		return out, err
+	}
+	return out, cerr
+}
+
+func (pa provisionAdapter) Teardown(ctx context.Context, env activities.Environment) error {
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return err
+	}
+	return pa.p.Teardown(ctx, e)
+}
+
+func (pa provisionAdapter) Check(ctx context.Context, env activities.Environment) error {
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return err
+	}
+	return pa.p.Check(ctx, e)
+}
+
+func toActivityEnv(e provision.Environment) (activities.Environment, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return activities.Environment{}, fmt.Errorf("encode environment %s: %w", e.ID, err)
+	}
+	out := activities.Environment{
+		ID: e.ID, RunID: e.RunID, Incarnation: e.Incarnation, Provider: e.Provider, Host: e.Host,
+		TargetURL: e.TargetURL, PID: e.Target.PID, ContainerID: e.Target.ContainerID, Raw: raw,
+	}
+	if e.Database != nil {
+		out.DatabaseURL = e.Database.URL
+	}
+	return out, nil
+}
+
+func fromActivityEnv(e activities.Environment) (provision.Environment, error) {
+	var out provision.Environment
+	if len(e.Raw) == 0 {
+		return out, errors.New("environment " + e.ID + " has no provisioner description")
+	}
+	if err := json.Unmarshal(e.Raw, &out); err != nil {
+		return out, fmt.Errorf("decode environment %s: %w", e.ID, err)
+	}
+	return out, nil
+}
+
+// discard is a logger that drops everything.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -1,0 +1,272 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/longhaul-dev/longhaul/internal/pgtest"
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+func TestDatabaseDelta(t *testing.T) {
+	prev := PGStats{TuplesReturned: 1000, Commits: 10, Tables: map[uint32]PGTable{
+		1: {Name: "items", LiveRows: 100, SeqScans: 5, SeqTuplesRead: 500, IndexScans: 0, IndexTuplesFetched: 0},
+		2: {Name: "users", LiveRows: 10, SeqScans: 1, SeqTuplesRead: 10, IndexScans: 40, IndexTuplesFetched: 40},
+	}}
+	cur := PGStats{TuplesReturned: 3000, Commits: 50, Tables: map[uint32]PGTable{
+		1: {Name: "items", LiveRows: 140, SeqScans: 15, SeqTuplesRead: 1700},
+		2: {Name: "users", LiveRows: 12, SeqScans: 1, SeqTuplesRead: 10, IndexScans: 60, IndexTuplesFetched: 60},
+		3: {Name: "audit.log", LiveRows: 7, IndexScans: 3, IndexTuplesFetched: 30}, // created in the window
+	}}
+	got := DatabaseDelta(prev, cur, 40)
+	want := &window.Database{
+		TuplesReturned:     2000,
+		Commits:            40,
+		RowsReadPerRequest: float64(1200+20+30) / 40,
+		Tables: []window.Table{
+			{Name: "audit.log", LiveRows: 7, IndexScans: 3, IndexTuplesFetched: 30, RowsReadPerRequest: 30.0 / 40},
+			{Name: "items", LiveRows: 140, SeqScans: 10, SeqTuplesRead: 1200, RowsReadPerRequest: 1200.0 / 40},
+			{Name: "users", LiveRows: 12, IndexScans: 20, IndexTuplesFetched: 20, RowsReadPerRequest: 20.0 / 40},
+		},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("DatabaseDelta =\n%+v\nwant\n%+v", got, want)
+	}
+
+	// A statistics reset makes counters go down: the delta is the new value.
+	reset := PGStats{TuplesReturned: 5, Commits: 1, Tables: map[uint32]PGTable{1: {Name: "items", LiveRows: 140, SeqScans: 1, SeqTuplesRead: 140}}}
+	got = DatabaseDelta(cur, reset, 0)
+	if got.TuplesReturned != 5 || got.Commits != 1 || got.Tables[0].SeqTuplesRead != 140 || got.RowsReadPerRequest != 0 {
+		t.Errorf("after a reset: %+v", got)
+	}
+}
+
+func TestDatabaseDeltaMaxTables(t *testing.T) {
+	cur := PGStats{Tables: map[uint32]PGTable{}}
+	for i := range MaxTables + 20 {
+		cur.Tables[uint32(i)] = PGTable{Name: fmt.Sprintf("t%03d", i), SeqTuplesRead: int64(i)}
+	}
+	got := DatabaseDelta(PGStats{}, cur, 1)
+	if len(got.Tables) != MaxTables {
+		t.Fatalf("%d tables, want %d", len(got.Tables), MaxTables)
+	}
+	if got.Tables[0].Name != "t020" { // the 20 least-read tables are left out
+		t.Errorf("first table kept = %s, want t020", got.Tables[0].Name)
+	}
+	var all int64
+	for i := range MaxTables + 20 {
+		all += int64(i)
+	}
+	if got.RowsReadPerRequest != float64(all) {
+		t.Errorf("RowsReadPerRequest = %v, want %v (every table counts)", got.RowsReadPerRequest, all)
+	}
+}
+
+// pgLoad is a connection that plays the target: it reads the items table by
+// sequential scans and the users table by index.
+type pgLoad struct {
+	t    testing.TB
+	conn *pgx.Conn
+}
+
+func newPGLoad(t testing.TB, dsn string, items, users int) *pgLoad {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	l := &pgLoad{t: t, conn: conn}
+	l.exec(`CREATE TABLE items (id serial PRIMARY KEY, bucket int NOT NULL, title text)`)
+	l.exec(`CREATE TABLE users (id int PRIMARY KEY, name text)`)
+	l.exec(fmt.Sprintf(`INSERT INTO items (bucket, title) SELECT g %% 100, 'item ' || g FROM generate_series(1, %d) g`, items))
+	l.exec(fmt.Sprintf(`INSERT INTO users SELECT g, 'user ' || g FROM generate_series(1, %d) g`, users))
+	l.exec(`SET enable_seqscan = off`)          // index lookups on users even though it is small
+	l.exec(`SELECT pg_stat_force_next_flush()`) // the set-up is before any baseline
+	return l
+}
+
+func (l *pgLoad) exec(sql string) {
+	l.t.Helper()
+	if _, err := l.conn.Exec(context.Background(), sql); err != nil {
+		l.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// requests runs n "list" requests (a seq scan of items: no index on bucket)
+// and n "get user" requests (an index lookup), then makes this backend
+// publish its statistics now instead of within the next second.
+func (l *pgLoad) requests(n int) {
+	l.t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if _, err := l.conn.Exec(ctx, `SELECT count(*) FROM items WHERE bucket = $1`, i%100); err != nil {
+			l.t.Fatal(err)
+		}
+		if _, err := l.conn.Exec(ctx, `SELECT name FROM users WHERE id = $1`, i+1); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	l.exec(`SELECT pg_stat_force_next_flush()`)
+}
+
+// TestDatabase runs the database probe's tests against one private
+// PostgreSQL cluster, a fresh database each.
+func TestDatabase(t *testing.T) {
+	cluster := pgtest.Start(t)
+	t.Run("deltas", func(t *testing.T) { testSampleDatabase(t, pgtest.NewDatabase(t, cluster)) })
+	t.Run("connection dropped", func(t *testing.T) { testSampleDatabaseConnectionDropped(t, pgtest.NewDatabase(t, cluster)) })
+	t.Run("delay", func(t *testing.T) { testSampleDatabaseDelay(t, pgtest.NewDatabase(t, cluster)) })
+}
+
+func testSampleDatabase(t *testing.T, dsn string) {
+	const items, users = 1000, 50
+	load := newPGLoad(t, dsn, items, users)
+
+	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	if ps := s.Problems(); len(ps) != 0 {
+		t.Fatalf("Problems() after Start = %v", ps)
+	}
+
+	tests := []struct {
+		name string
+		n    int // list + get pairs
+	}{
+		{"window with load", 8},
+		{"idle window", 0},
+		{"heavier window", 15},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			load.requests(tt.n)
+			w := &window.Window{Index: i, End: time.Now(), Requests: int64(2 * tt.n)}
+			s.Sample(context.Background(), w)
+			d := w.Probes.Database
+			if d == nil {
+				t.Fatalf("no database reading; problems: %v", s.Problems())
+			}
+			tables := map[string]window.Table{}
+			for _, tb := range d.Tables {
+				tables[tb.Name] = tb
+			}
+			wantItems := window.Table{Name: "items", LiveRows: items, SeqScans: int64(tt.n), SeqTuplesRead: int64(tt.n * items)}
+			wantUsers := window.Table{Name: "users", LiveRows: users, IndexScans: int64(tt.n), IndexTuplesFetched: int64(tt.n)}
+			if tt.n > 0 {
+				wantItems.RowsReadPerRequest = float64(tt.n*items) / float64(2*tt.n)
+				wantUsers.RowsReadPerRequest = float64(tt.n) / float64(2*tt.n)
+			}
+			if got := tables["items"]; got != wantItems {
+				t.Errorf("items = %+v, want %+v", got, wantItems)
+			}
+			if got := tables["users"]; got != wantUsers {
+				t.Errorf("users = %+v, want %+v", got, wantUsers)
+			}
+			if tt.n > 0 {
+				want := float64(tt.n*items+tt.n) / float64(2*tt.n)
+				if d.RowsReadPerRequest != want {
+					t.Errorf("rows read per request = %v, want %v", d.RowsReadPerRequest, want)
+				}
+				// Every request is a transaction; tup_returned counts the
+				// scanned rows too.
+				if d.Commits < int64(2*tt.n) || d.TuplesReturned < int64(tt.n*items) {
+					t.Errorf("database: %d commits, %d tuples returned; want at least %d and %d", d.Commits, d.TuplesReturned, 2*tt.n, tt.n*items)
+				}
+			}
+			t.Logf("window %d: tup_returned %d, commits %d (the probe's own share included)", i, d.TuplesReturned, d.Commits)
+		})
+	}
+}
+
+func testSampleDatabaseConnectionDropped(t *testing.T, dsn string) {
+	load := newPGLoad(t, dsn, 100, 10)
+	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	load.requests(5)
+	// The server drops the probe's connection between two windows.
+	load.exec(fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '%s' AND datname = current_database()`, ApplicationName))
+	w := &window.Window{Index: 0, End: time.Now(), Requests: 10}
+	s.Sample(context.Background(), w)
+	if w.Probes.Database == nil {
+		t.Fatalf("no reading after the connection dropped; problems: %v", s.Problems())
+	}
+	if got := findTable(w.Probes.Database, "items").SeqScans; got != 5 {
+		t.Errorf("items seq scans = %d, want 5", got)
+	}
+	if got, want := s.pg.connects, 2; got != want {
+		t.Errorf("%d connections, want %d (the reading reconnected)", got, want)
+	}
+}
+
+func findTable(d *window.Database, name string) window.Table {
+	for _, t := range d.Tables {
+		if t.Name == name {
+			return t
+		}
+	}
+	return window.Table{}
+}
+
+func TestSampleDatabaseGone(t *testing.T) {
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/test?sslmode=disable&connect_timeout=1", freePort(t))
+	var logs syncBuffer
+	s, err := New(Config{DatabaseURL: dsn, Spec: scenarios.Probes{Database: ptr(true)}, Logger: newTextLogger(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	for i := range 3 {
+		w := &window.Window{Index: i, End: time.Now(), Requests: 10}
+		start := time.Now()
+		s.Sample(context.Background(), w)
+		if w.Probes.Database != nil {
+			t.Errorf("window %d: a database reading without a database", i)
+		}
+		if d := time.Since(start); d > 1500*time.Millisecond {
+			t.Errorf("window %d: Sample took %v", i, d)
+		}
+	}
+	ps := s.Problems()
+	if len(ps) != 1 || ps[0].Probe != ProbeDatabase || !strings.Contains(ps[0].Message, "connect") {
+		t.Errorf("Problems() = %+v, want the database unreachable", ps)
+	}
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", got, logs.String())
+	}
+}
+
+func testSampleDatabaseDelay(t *testing.T, dsn string) {
+	const delay = 300 * time.Millisecond
+	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: delay, MaxSampleTime: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	end := time.Now()
+	w := &window.Window{Index: 0, Start: end.Add(-10 * time.Second), End: end, Requests: 1}
+	s.Sample(context.Background(), w)
+	if w.Probes.Database == nil {
+		t.Fatalf("no reading; problems: %v", s.Problems())
+	}
+	if d := time.Since(end); d < delay {
+		t.Errorf("the reading came %v after the window's end, want at least %v", d, delay)
+	}
+}

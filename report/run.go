@@ -1,0 +1,229 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// RunReport is everything known about one stored run.
+type RunReport struct {
+	Run      store.Run
+	Windows  []window.Window
+	Summary  window.Summary
+	Findings []analysis.Finding
+}
+
+// NewRunReport assembles a report, summarising ws with window.Merge.
+func NewRunReport(r store.Run, ws []window.Window, fs []analysis.Finding) (RunReport, error) {
+	s, err := window.Merge(ws)
+	if err != nil {
+		return RunReport{}, fmt.Errorf("summarise run %s: %w", r.ID, err)
+	}
+	return RunReport{Run: r, Windows: ws, Summary: s, Findings: fs}, nil
+}
+
+// WriteRunText prints a run: its header (id, name, kind, status and reason,
+// target, times), one line per window, the summary table and the findings.
+func WriteRunText(out io.Writer, rep RunReport) error {
+	b := bufio.NewWriter(out)
+	r := rep.Run
+	fmt.Fprintf(b, "run %s: %s (%s)\n", r.ID, r.Name, r.Kind)
+	status := string(r.Status)
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	fmt.Fprintf(b, "status:  %s\n", status)
+	if r.TargetURL != "" {
+		fmt.Fprintf(b, "target:  %s\n", r.TargetURL)
+	}
+	if r.WorkflowID != "" {
+		fmt.Fprintf(b, "workflow: %s\n", r.WorkflowID)
+	}
+	fmt.Fprintf(b, "created: %s  started: %s  ended: %s\n", utc(r.CreatedAt), utc(r.StartedAt), utc(r.EndedAt))
+	if r.Incarnations > 1 {
+		fmt.Fprintf(b, "incarnations: %d\n", r.Incarnations)
+	}
+
+	if len(rep.Windows) > 0 {
+		fmt.Fprintln(b)
+		t := NewText(b, TextOptions{})
+		for _, w := range rep.Windows {
+			if err := t.Window(w); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintln(b)
+	writeSummary(b, rep.Summary)
+	fmt.Fprintln(b)
+	WriteFindings(b, rep.Findings)
+	if err := b.Flush(); err != nil {
+		return fmt.Errorf("write run report: %w", err)
+	}
+	return nil
+}
+
+// WriteRunJSON prints a run as NDJSON: a {"type":"run"} object, the windows
+// and the summary exactly as JSONWriter prints them, then one
+// {"type":"finding"} object per finding.
+func WriteRunJSON(out io.Writer, rep RunReport) error {
+	j := NewJSON(out)
+	if err := j.write(runObject{Type: "run", Run: rep.Run}); err != nil {
+		return err
+	}
+	for _, w := range rep.Windows {
+		if err := j.Window(w); err != nil {
+			return err
+		}
+	}
+	if err := j.Summary(rep.Summary); err != nil {
+		return err
+	}
+	for _, f := range rep.Findings {
+		if err := j.write(findingObject{Type: "finding", Finding: f}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type runObject struct {
+	Type string `json:"type"`
+	store.Run
+}
+
+type findingObject struct {
+	Type string `json:"type"`
+	analysis.Finding
+}
+
+// WriteFindings prints findings, most severe first (stable otherwise), as
+// "severity kind: summary" with the evidence that is set on an indented line
+// below; or "no findings".
+func WriteFindings(out io.Writer, fs []analysis.Finding) {
+	if len(fs) == 0 {
+		fmt.Fprintln(out, "no findings")
+		return
+	}
+	fmt.Fprintln(out, "findings:")
+	sorted := slices.Clone(fs)
+	slices.SortStableFunc(sorted, func(a, b analysis.Finding) int { return b.Severity.Rank() - a.Severity.Rank() })
+	for _, f := range sorted {
+		fmt.Fprintf(out, "  %s %s: %s\n", f.Severity, f.Kind, f.Summary)
+		if ev := evidence(f); ev != "" {
+			fmt.Fprintf(out, "      %s\n", ev)
+		}
+	}
+}
+
+// evidence lists the set fields of f's evidence, "; "-separated.
+func evidence(f analysis.Finding) string {
+	e := f.Evidence
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	if f.Incarnation > 0 {
+		add("incarnation %d", f.Incarnation)
+	}
+	switch {
+	case e.LastWindow > e.FirstWindow:
+		add("windows %d-%d", e.FirstWindow, e.LastWindow)
+	case e.FirstWindow > 0 || e.LastWindow > 0:
+		add("window %d", e.FirstWindow)
+	}
+	if e.Slope != 0 {
+		add("slope %s %s", num(e.Slope), e.SlopeUnit)
+	}
+	if e.PerKRequests != 0 {
+		add("%s bytes per 1k requests", num(e.PerKRequests))
+	}
+	if e.PValue != 0 {
+		add("p-value %s", num(e.PValue))
+	}
+	if e.Correlation != 0 {
+		add("correlation %s", num(e.Correlation))
+	}
+	if e.Table != "" {
+		add("table %s", e.Table)
+	}
+	if e.Before != 0 || e.After != 0 {
+		add("%s -> %s %s", num(e.Before), num(e.After), e.Unit)
+	}
+	if len(e.Missing) > 0 {
+		add("missing %s", strings.Join(e.Missing, ", "))
+	}
+	keys := make([]string, 0, len(e.Notes))
+	for k := range e.Notes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		add("%s %s", k, num(e.Notes[k]))
+	}
+	return strings.TrimSpace(strings.Join(parts, "; "))
+}
+
+// num formats a figure compactly: 4 significant digits, no exponent for
+// everyday magnitudes.
+func num(v float64) string {
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// WriteRunsText prints runs as a table: id, name, kind, status, created,
+// duration (up to now for a run that has not ended) and reason.
+func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
+	if len(runs) == 0 {
+		_, err := fmt.Fprintln(out, "no runs")
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATUS\tCREATED\tDURATION\tREASON")
+	for _, r := range runs {
+		dur := "-"
+		if !r.StartedAt.IsZero() {
+			end := r.EndedAt
+			if end.IsZero() {
+				end = now
+			}
+			dur = clock(end.Sub(r.StartedAt).Truncate(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write runs: %w", err)
+	}
+	return nil
+}
+
+// WriteRunsJSON prints runs as NDJSON, one run object per line.
+func WriteRunsJSON(out io.Writer, runs []store.Run) error {
+	b := bufio.NewWriter(out)
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	for _, r := range runs {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("write runs: %w", err)
+		}
+	}
+	if err := b.Flush(); err != nil {
+		return fmt.Errorf("write runs: %w", err)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}

@@ -1,0 +1,362 @@
+// Package workflows holds longhaul's Temporal workflows. A soak is
+// SoakWorkflow: provision an environment, drive load for the scenario's
+// duration, analyse, tear down, with the run's status kept in the store.
+//
+// Recipe:
+//
+//  1. Create the run record (store.PutRun) with the scenario's YAML, or let
+//     the workflow's first activity create it from SoakInput.Scenario.
+//  2. Start SoakWorkflow (client.ExecuteWorkflow with WorkflowName) on
+//     activities.GeneralQueue with a SoakInput.
+//  3. Run workers with NewWorker: each polls the general queue and its host's
+//     queue. Follow the run through the store (windows appear as they close).
+//
+// The workflow is deterministic and replay-tested: it uses workflow.Now and
+// workflow.GetVersion, never iterates a map, and carries ids and small
+// summaries only (windows and histograms live in the store).
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// WorkflowName is the registered name of SoakWorkflow; it stays fixed when
+// the Go function is renamed.
+const WorkflowName = "SoakWorkflow"
+
+// ErrTypeSoakFailed is the type of the application error a failed soak ends with.
+const ErrTypeSoakFailed = "SoakFailed"
+
+// MaxIncarnations bounds how many times a soak re-provisions a lost
+// environment before it gives up.
+const MaxIncarnations = 5
+
+// SoakInput starts (or, with Resume, continues) a soak.
+type SoakInput struct {
+	RunID string
+	Name  string
+	// Scenario is the YAML as given (≤ 1 MiB, ${env:...} unresolved); it is
+	// only needed when no run record exists yet, and dropped on continue-as-new.
+	Scenario string
+	// Duration and Window are the effective load duration and window length
+	// (the scenario's, or the command-line overrides); both must be > 0.
+	Duration time.Duration
+	Window   time.Duration
+	// Provider overrides the scenario's environment.provider when set.
+	Provider string
+	// TargetEnv is added to the target's environment.
+	TargetEnv map[string]string
+	// Resume carries the state across continue-as-new; nil on a fresh start.
+	Resume *SoakState
+}
+
+// SoakState is where a soak stands; it is the state continue-as-new carries.
+type SoakState struct {
+	HostQueue   string
+	Incarnation int
+	// NextIndex is the first window slot not yet driven.
+	NextIndex int
+	Env       *activities.Environment
+	Windows   int
+	Gaps      int
+}
+
+// SoakResult is the outcome of a soak. A failed soak returns it as the
+// details of an ErrTypeSoakFailed error; a cancelled one as a canceled error.
+type SoakResult struct {
+	RunID        string
+	Status       store.Status
+	Reason       string
+	Windows      int // committed by the drives (gaps not included)
+	Gaps         int
+	Incarnations int
+	Findings     int
+}
+
+// Slots returns the number of window slots in a run of duration d cut into
+// windows of length w (the last one may be shorter).
+func Slots(d, w time.Duration) int {
+	if w <= 0 || d <= 0 {
+		return 0
+	}
+	return int((d + w - 1) / w)
+}
+
+// Timeouts of the activities. Variables, not constants, only so tests can
+// shorten them; workflow code reads them, never writes.
+var (
+	// generalTimeout bounds the small store-bound activities.
+	generalTimeout = 30 * time.Second
+	// provisionTimeout allows for a build (docker image, npm install, ...).
+	provisionTimeout = 30 * time.Minute
+	// teardownTimeout and teardownScheduleTimeout: a host that never comes
+	// back must not keep the run open forever.
+	teardownTimeout         = 5 * time.Minute
+	teardownScheduleTimeout = 10 * time.Minute
+	// driveMargin is added to the remaining load duration for StartToClose:
+	// in-flight requests, the last window's commit, probes.
+	driveMargin = 5 * time.Minute
+)
+
+// DriveHeartbeatTimeout is a few windows long (3 × window, at least 10 s): a
+// dead worker is noticed that long after its last heartbeat.
+func DriveHeartbeatTimeout(window time.Duration) time.Duration {
+	return max(3*window, 10*time.Second)
+}
+
+// soak is one execution's state.
+type soak struct {
+	in         SoakInput
+	st         SoakState
+	total      int
+	continuing bool
+}
+
+// SoakWorkflow runs one soak. See the package doc.
+func SoakWorkflow(ctx workflow.Context, in SoakInput) (res SoakResult, err error) {
+	s := &soak{in: in, total: Slots(in.Duration, in.Window)}
+	if in.Resume != nil {
+		s.st = *in.Resume
+	}
+	// Teardown and the final status run whatever happens: completion,
+	// failure or cancellation (in a disconnected context).
+	defer func() {
+		if s.continuing {
+			return
+		}
+		res, err = s.finish(ctx, err)
+	}()
+	return s.run(ctx)
+}
+
+func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
+	// Version marker for future changes to the steps below; branch on it.
+	_ = workflow.GetVersion(ctx, "soak-steps", workflow.DefaultVersion, 1)
+	var a *activities.Activities
+	if s.total <= 0 {
+		return SoakResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("duration %s and window %s give no window to drive", s.in.Duration, s.in.Window), ErrTypeSoakFailed, nil)
+	}
+
+	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: generalTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
+	})
+	if s.st.HostQueue == "" {
+		info := workflow.GetInfo(ctx)
+		begin := activities.BeginInput{RunID: s.in.RunID, Name: s.in.Name, Scenario: s.in.Scenario, WorkflowID: info.WorkflowExecution.ID}
+		if err := workflow.ExecuteActivity(general, a.Begin, begin).Get(ctx, nil); err != nil {
+			return SoakResult{}, err
+		}
+		if err := workflow.ExecuteActivity(general, a.HostQueue).Get(ctx, &s.st.HostQueue); err != nil {
+			return SoakResult{}, err
+		}
+	}
+	if s.st.Env == nil {
+		if err := s.provision(ctx); err != nil {
+			return SoakResult{}, err
+		}
+		if err := workflow.ExecuteActivity(general, a.SetStatus, activities.StatusInput{RunID: s.in.RunID, Status: store.Running}).Get(ctx, nil); err != nil {
+			return SoakResult{}, err
+		}
+	}
+
+	for s.st.NextIndex < s.total {
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			s.continuing = true
+			next := s.in
+			next.Scenario = "" // the run record has it
+			st := s.st
+			next.Resume = &st
+			return SoakResult{}, workflow.NewContinueAsNewError(ctx, SoakWorkflow, next)
+		}
+		var dr activities.DriveResult
+		err := workflow.ExecuteActivity(s.driveCtx(ctx), a.Drive, activities.DriveInput{
+			RunID: s.in.RunID, Incarnation: s.st.Incarnation, FirstIndex: s.st.NextIndex, Total: s.total,
+			Overrides: activities.Overrides{Duration: s.in.Duration, Window: s.in.Window}, Env: *s.st.Env,
+		}).Get(ctx, &dr)
+		if err == nil {
+			s.st.Windows += dr.Windows
+			s.st.Gaps += dr.Gaps
+			if dr.NextIndex <= s.st.NextIndex {
+				break // the driver stopped short; do not spin
+			}
+			s.st.NextIndex = dr.NextIndex
+			continue
+		}
+		var lost activities.LostDetails
+		if !isAppError(err, activities.ErrTypeEnvironmentLost, &lost) {
+			if isAppError(err, activities.ErrTypeTargetFailed, &dr) {
+				s.st.Windows += dr.Windows
+				s.st.Gaps += dr.Gaps
+			}
+			return SoakResult{}, err
+		}
+		// The environment went down while no worker watched it: replace it.
+		workflow.GetLogger(ctx).Warn("environment lost; provisioning a new incarnation", "incarnation", s.st.Incarnation, "reason", lost.Reason)
+		s.st.Windows += lost.Windows
+		s.st.Gaps += lost.Gaps
+		s.st.NextIndex = max(s.st.NextIndex, lost.NextIndex)
+		s.teardown(ctx)
+		if s.st.Incarnation >= MaxIncarnations {
+			return SoakResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("environment lost %d times; last: %s", s.st.Incarnation, lost.Reason), ErrTypeSoakFailed, nil)
+		}
+		if err := s.provision(ctx); err != nil {
+			return SoakResult{}, err
+		}
+	}
+	return s.result(store.Completed, ""), nil
+}
+
+// provision brings up the next incarnation on the host queue.
+func (s *soak) provision(ctx workflow.Context) error {
+	var a *activities.Activities
+	hctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           s.st.HostQueue,
+		StartToCloseTimeout: provisionTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
+	})
+	var env activities.Environment
+	in := activities.ProvisionInput{RunID: s.in.RunID, Incarnation: s.st.Incarnation + 1, Provider: s.in.Provider, TargetEnv: s.in.TargetEnv}
+	if err := workflow.ExecuteActivity(hctx, a.Provision, in).Get(ctx, &env); err != nil {
+		return err
+	}
+	s.st.Incarnation++
+	s.st.Env = &env
+	return nil
+}
+
+// driveCtx gives the drive its options: on the host queue, StartToClose the
+// remaining duration plus a margin, a heartbeat timeout a few windows long,
+// a bounded retry (each retry resumes after the last committed window), and
+// WaitForCancellation so that a cancelled soak commits its last window
+// before teardown.
+func (s *soak) driveCtx(ctx workflow.Context) workflow.Context {
+	remaining := time.Duration(s.total-s.st.NextIndex) * s.in.Window
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           s.st.HostQueue,
+		StartToCloseTimeout: remaining + driveMargin + 2*s.in.Window,
+		HeartbeatTimeout:    DriveHeartbeatTimeout(s.in.Window),
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    10,
+			NonRetryableErrorTypes: []string{
+				activities.ErrTypeTargetFailed, activities.ErrTypeEnvironmentLost, activities.ErrTypeBadScenario,
+			},
+		},
+	})
+}
+
+// teardown removes the current environment; a failure is logged, not fatal:
+// the sweeper removes what is left.
+func (s *soak) teardown(ctx workflow.Context) {
+	if s.st.Env == nil {
+		return
+	}
+	var a *activities.Activities
+	tctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              s.st.HostQueue,
+		StartToCloseTimeout:    teardownTimeout,
+		ScheduleToStartTimeout: teardownScheduleTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 5},
+	})
+	if err := workflow.ExecuteActivity(tctx, a.Teardown, *s.st.Env).Get(tctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("teardown failed; `longhaul sweep` removes leftovers", "env", s.st.Env.ID, "error", err)
+	}
+	s.st.Env = nil
+}
+
+// finish tears down, analyses a completed run, records the final status and
+// maps the outcome to the workflow's result: completed → SoakResult, failed
+// → an ErrTypeSoakFailed error with the SoakResult as details, cancelled → a
+// canceled error (the workflow ends Canceled).
+func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
+	var a *activities.Activities
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	s.teardown(dctx)
+
+	res := s.result(store.Completed, "")
+	switch {
+	case ctx.Err() != nil || (runErr != nil && temporal.IsCanceledError(runErr)):
+		res = s.result(store.Cancelled, "cancelled by request")
+	case runErr != nil:
+		res = s.result(store.Failed, failureReason(runErr))
+	default:
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:           activities.GeneralQueue,
+			StartToCloseTimeout: 10 * time.Minute,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+		var ar activities.AnalyzeResult
+		if err := workflow.ExecuteActivity(actx, a.Analyze, activities.AnalyzeInput{RunID: s.in.RunID}).Get(ctx, &ar); err != nil {
+			// The measurements stand without findings; `longhaul analyze` can redo it.
+			workflow.GetLogger(ctx).Error("analysis failed", "error", err)
+		}
+		res.Findings = ar.Findings
+	}
+
+	sctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: generalTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, MaximumInterval: 10 * time.Second},
+	})
+	status := activities.StatusInput{RunID: s.in.RunID, Status: res.Status, Reason: res.Reason}
+	if err := workflow.ExecuteActivity(sctx, a.SetStatus, status).Get(sctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("recording the final status failed", "status", res.Status, "error", err)
+	}
+
+	switch res.Status {
+	case store.Cancelled:
+		return res, temporal.NewCanceledError(res)
+	case store.Failed:
+		return res, temporal.NewNonRetryableApplicationError(res.Reason, ErrTypeSoakFailed, nil, res)
+	}
+	return res, nil
+}
+
+func (s *soak) result(status store.Status, reason string) SoakResult {
+	return SoakResult{
+		RunID: s.in.RunID, Status: status, Reason: reason,
+		Windows: s.st.Windows, Gaps: s.st.Gaps, Incarnations: s.st.Incarnation,
+	}
+}
+
+// isAppError reports whether err carries an application error of type typ,
+// decoding its details into details (if not nil).
+func isAppError(err error, typ string, details any) bool {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != typ {
+		return false
+	}
+	if details != nil && app.HasDetails() {
+		_ = app.Details(details)
+	}
+	return true
+}
+
+// failureReason is the innermost application error's message: "target
+// stopped answering: connection refused", not the activity-error wrapping.
+func failureReason(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		return "timed out: " + to.Error()
+	}
+	return err.Error()
+}
