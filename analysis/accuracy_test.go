@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -51,8 +52,40 @@ var cleanModels = []model{
 		m.cacheMin, m.cacheMax = 2<<20, 8<<20 // compiled code and feedback vectors
 		m.cacheTauMin, m.cacheTauMax = 0.03, 0.15
 	}),
-	{name: "ramp 1→16 VUs well below capacity", windows: 30, windowSec: 3, vus: 16, rampTo: 16, perVU: 120,
-		jitterMin: 0.1, jitterMax: 0.3, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000},
+	rampFree16,
+	rampFree64,
+}
+
+var rampFree16 = model{name: "ramp 1→16 VUs well below capacity", windows: 30, windowSec: 3, vus: 16, rampTo: 16, perVU: 120,
+	jitterMin: 0.1, jitterMax: 0.3, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000}
+
+var rampFree64 = model{name: "ramp 1→64 VUs well below capacity", windows: 40, windowSec: 3, vus: 64, rampTo: 64, perVU: 40,
+	jitterMin: 0.1, jitterMax: 0.3, interference: true, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000}
+
+// An unsaturated ramp must not report a throughput limit — except that a
+// noisy neighbour taking 15–45 % of the machine for the second half of the
+// ramp does make the measured throughput level off, which no window figure
+// can tell from the target saturating. Without one: never; with one: rarely.
+func TestAccuracyRampWithoutLimit(t *testing.T) {
+	for _, tt := range []struct {
+		m       model
+		maxRate float64
+	}{
+		{rampFree16, 0},
+		{rampFree64, 0.06},
+	} {
+		n := seeds(t, 1000)
+		limits := 0
+		for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+			if f, ok := find(Analyze(tt.m.generate(seed), DefaultOptions()), KindThroughputLimit); ok {
+				limits++
+				if float64(limits) > tt.maxRate*float64(n) && limits <= int(tt.maxRate*float64(n))+3 {
+					t.Errorf("%s, seed %d: %s", tt.m.name, seed, f.Summary)
+				}
+			}
+		}
+		t.Logf("%-55s %4d seeds, a limit reported on %d (%.1f %%)", tt.m.name, n, limits, 100*float64(limits)/float64(n))
+	}
 }
 
 var longClean = demo.with("8-hour soak, 20 s windows", func(m *model) {
@@ -228,7 +261,7 @@ func TestAccuracyFaults(t *testing.T) {
 		// rising (elasticity ≈ 0.3) and "flat" would be wrong.
 		{model{name: "ramp 1→64 VUs, saturating at ~12", windows: 40, windowSec: 3, vus: 64, rampTo: 64, perVU: 150, capacity: 1800,
 			jitterMin: 0.1, jitterMax: 0.3, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000}, 1000,
-			wantKind(KindThroughputLimit, Warning, func(f Finding) error {
+			wantKind(KindThroughputLimit, Info, func(f Finding) error {
 				// The curve reaches 90 % of its plateau at 14 VUs. A
 				// noisy neighbour mid-ramp can make it look later, up to
 				// the largest knee the detector considers (64/MinOverKnee).
@@ -258,5 +291,51 @@ func TestAccuracyFaults(t *testing.T) {
 			sev[res.Worst()]++
 		}
 		t.Logf("%-55s %4d seeds, %d missed (worst severity: %d critical, %d warning)", tt.m.name, n, missed, sev[Critical], sev[Warning])
+	}
+}
+
+// The accuracy bar again with the parse-mix scenario's warm-up of 30 s: a
+// third of a 90-second run is excluded, so the collapse's steep start and the
+// cache's growth fall outside the analysed windows.
+func TestAccuracyBarWithScenarioWarmup(t *testing.T) {
+	opts := Options{Warmup: 30 * time.Second}
+	leak := demo.with("demo, DEMO_LEAK_BYTES=2048", func(m *model) { m.leakPerReq = 2048 })
+	noIndex := demo.with("demo, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true })
+	cache := demo.with("demo with a cache that fills and levels off", func(m *model) {
+		m.cacheMin, m.cacheMax, m.cacheTauMin, m.cacheTauMax = 10<<20, 60<<20, 0.03, 0.2
+	})
+	tests := []struct {
+		m    model
+		want check // nil: no warning-or-worse finding
+	}{
+		{demo, nil},
+		{cache, nil},
+		{leak, wantKind(KindLeak, Critical, nil)},
+		{noIndex, wantKind(KindCollapse, Warning, func(f Finding) error {
+			if f.Evidence.Table != "items" {
+				return fmt.Errorf("collapse blames %q, want items", f.Evidence.Table)
+			}
+			return nil
+		})},
+	}
+	for _, tt := range tests {
+		n := seeds(t, 500)
+		bad := 0
+		for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+			res := Analyze(tt.m.generate(seed), opts)
+			var err error
+			if tt.want != nil {
+				err = tt.want(res)
+			} else if v := res.Verdicts(); len(v) > 0 {
+				err = fmt.Errorf("%s: %s", v[0].Kind, v[0].Summary)
+			}
+			if err != nil {
+				bad++
+				if bad <= 3 {
+					t.Errorf("%s, seed %d: %v", tt.m.name, seed, err)
+				}
+			}
+		}
+		t.Logf("%-55s %4d seeds with 30 s warm-up, %d wrong", tt.m.name, n, bad)
 	}
 }

@@ -12,17 +12,19 @@ import (
 
 // Result is what Analyze found.
 //
-// Findings holds verdicts (leak, collapse, error_surge, throughput_limit) with
-// severity warning or critical, and notes with severity info: data too thin for
-// a verdict (insufficient_data), probe data that was missing
-// (missing_evidence), or an explanation of why something that looked like a
-// problem is not one (a heap that levelled off, a fall in throughput that the
-// target's own figures do not explain). Notes are findings rather than a
-// separate list so that they are stored with the run and printed with the
-// report like everything else, while an alert on "warning or worse" never
-// fires on them: thin data says something about the run, not the target.
+// Findings holds verdicts about the target (a leak, a collapse, an error
+// surge) with severity warning or critical, and findings with severity info:
+// the throughput limit a ramp found, data too thin for a verdict
+// (insufficient_data), probe data that was missing (missing_evidence), or why
+// something that looked like a problem is not one (a heap that levelled off, a
+// fall in throughput that the target's own figures do not explain). Notes are
+// findings rather than a separate list of warnings so that they are stored
+// with the run and printed with the report like everything else, while an
+// alert on "warning or worse" never fires on them: thin data says something
+// about the run, not the target.
 //
-// Findings are ordered by incarnation, then most severe first.
+// Findings are ordered by incarnation, then most severe first. The zero
+// Result (no windows) has no findings.
 type Result struct {
 	Findings []Finding `json:"findings"`
 }
@@ -270,7 +272,7 @@ func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
 	return inc
 }
 
-// window range of the analysed windows at positions i..j (inclusive).
+// span returns the window indexes of the analysed windows at positions i and j.
 func (inc *incarnation) span(i, j int) (first, last int) {
 	return inc.ws[i].Index, inc.ws[j].Index
 }
@@ -372,7 +374,7 @@ func (s series) binned(maxPoints int) series {
 // quarter returns the number of points in a first or last quarter of n (≥ 1).
 func quarter(n int) int { return max(1, (n+3)/4) }
 
-// medianOf returns the median of ys[lo:hi] without modifying ys.
+// medianOf returns the median of ys without modifying ys.
 func (a *analyzer) medianOf(ys []float64) float64 {
 	a.sortBuf = append(a.sortBuf[:0], ys...)
 	return medianInPlace(a.sortBuf)

@@ -14,9 +14,12 @@ import (
 // median p50 is above it with a rising one. What it takes depends on the
 // explanation found:
 //
-//   - A table whose rows read per request (seq_tup_read + idx_tup_fetch per
-//     driver request) grew MinReadGrowth× and by MinReadIncrease rows, in step
-//     with its row count (Spearman ≥ MinCorrelation). Clean runs have no such
+//   - A table that grew by MinRowGrowth and whose rows read per request
+//     (seq_tup_read + idx_tup_fetch per driver request) grew by
+//     MinReadIncrease, in step with its row count (Spearman ≥ MinCorrelation)
+//     and in proportion to it (elasticity ≥ MinReadElasticity: a query that
+//     scans the table reads rows in proportion to its size, an indexed one
+//     does not, whatever the length of the run). Clean runs have no such
 //     table, so the effect needed is smaller: MinAttributedDrop/Rise with the
 //     trend test gives critical; half of that without it gives warning ("not
 //     yet a clear trend" — a noisy neighbour can mask the fall in a short
@@ -107,6 +110,7 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Notes["rows_read_per_request_before"], ev.Notes["rows_read_per_request_after"] = b.read0, b.read1
 		ev.Notes["seq_share"] = b.seqShare
 		ev.Notes["read_rows_correlation"] = b.readRho
+		ev.Notes["read_rows_elasticity"] = b.elasticity
 		scans, verb, fix := "seq scans", "read", "a query on "+b.name+" is likely missing an index"
 		if b.seqShare < 0.5 {
 			scans, verb, fix = "index scans", "fetched", "a query on "+b.name+" reads more rows as it grows (an unselective index or no LIMIT?)"
@@ -203,6 +207,7 @@ type blame struct {
 	read0, read1       float64
 	seqShare           float64
 	readRho, effectRho float64
+	elasticity         float64
 	slope              float64
 	slopeUnit          string
 	increase           float64
@@ -248,14 +253,26 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		}
 		read0, read1 := a.medianOf(per[:q]), a.medianOf(per[n-q:])
 		rows0, rows1 := rows[0], rows[n-1]
-		if !(rows1 > rows0) || read1-read0 < o.MinReadIncrease || read1 < o.MinReadGrowth*read0 {
+		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows0 < 0 || read1-read0 < o.MinReadIncrease {
 			continue
 		}
 		readRho := Spearman(per, rows)
-		effectRho := Spearman(effect, rows)
 		if !(readRho >= o.MinCorrelation) {
 			continue
 		}
+		// Elasticity of rows read per request to the row count: ≈ 1 when a
+		// query scans the table, ≈ 0 when an index finds its rows.
+		var logs series
+		for k := range per {
+			if per[k] > 0 && rows[k] > 0 {
+				logs.add(math.Log(rows[k]), math.Log(per[k]), k)
+			}
+		}
+		el, ok := a.theilSen(logs.binned(a.opts.MaxPoints).x, logs.binned(a.opts.MaxPoints).y)
+		if !ok || el.Slope < o.MinReadElasticity {
+			continue
+		}
+		effectRho := Spearman(effect, rows)
 		gain := read1 - read0
 		if found && gain <= best.increase {
 			continue
@@ -265,7 +282,7 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 			seq += r.seq
 			all += r.seq + r.idx
 		}
-		b := blame{name: name, rows0: rows0, rows1: rows1, read0: read0, read1: read1,
+		b := blame{name: name, rows0: rows0, rows1: rows1, read0: read0, read1: read1, elasticity: el.Slope,
 			seqShare: ratio(seq, all), readRho: readRho, effectRho: effectRho, increase: gain}
 		rowsK := make([]float64, n)
 		for k := range rows {

@@ -14,7 +14,8 @@
 // Each Finding has a kind, a severity, a one-line summary and Evidence: the
 // window range, the slope with its unit, the p-value, the table, before/after
 // figures. Severity is critical for a clear leak, collapse or surge, warning
-// for weaker or thinner evidence (and for a throughput limit), info for notes:
+// for weaker or thinner evidence, info for results and notes: the throughput
+// limit a ramp found (ThroughputLimitOptions.Severity makes it a warning),
 // too little data (KindInsufficientData), missing probe data
 // (KindMissingEvidence), or why something that looked like a problem is not
 // one (a heap that levelled off, a slowdown the target's own CPU and database

@@ -14,9 +14,9 @@ import (
 // It fits throughput against level with a "hockey stick", y = a + b·min(x, k),
 // trying every distinct level k as the knee (least squares), keeping only
 // knees with MinPointsBeyondKnee windows at or beyond them and a ramp reaching
-// MinOverKnee·k. Beyond the knee a Theil–Sen line of throughput against level
-// must gain at most MaxGainShare of what linear scaling would add from the
-// knee to the top: completions stay flat while concurrency rises. The latency slope beyond the knee is the
+// MinOverKnee·k. Beyond the knee the elasticity of throughput to concurrency
+// (Theil–Sen slope of log throughput against log level) must be at most
+// MaxElasticity: completions stay flat while concurrency rises. The latency slope beyond the knee is the
 // other half of the evidence (flat throughput + linearly rising latency = a
 // saturated resource, by Little's law).
 func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
@@ -82,13 +82,24 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	if !ok {
 		return Finding{}, false, false
 	}
-	yk := bestA + bestB*k
-	if yk <= 0 {
+	// Flatness is the elasticity of throughput to concurrency beyond the
+	// knee: the Theil–Sen slope of log throughput against log level (1 for
+	// linear scaling, 0 for flat). Being a ratio of logs it needs no fitted
+	// level at the knee, which jitter easily inflates.
+	var logs series
+	for j := range beyond.x {
+		if beyond.y[j] > 0 {
+			logs.add(math.Log(beyond.x[j]), math.Log(beyond.y[j]), beyond.pos[j])
+		}
+	}
+	el, ok := a.theilSen(logs.x, logs.y)
+	if !ok || el.Slope > o.MaxElasticity {
 		return Finding{}, false, false
 	}
-	gain := tl.Slope * (xmax - k) / yk
-	if gain > o.MaxGainShare*(xmax/k-1) {
-		return Finding{}, false, false
+	yk := bestA + bestB*k
+	gain := 0.0
+	if yk > 0 {
+		gain = tl.Slope * (xmax - k) / yk
 	}
 
 	// The fitted knee is where a straight line stops fitting; on a soft
@@ -100,7 +111,8 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 
 	first, last := inc.span(pts.pos[0], pts.pos[pts.len()-1])
 	ev := Evidence{FirstWindow: first, LastWindow: last, Before: plateau, After: plateau * (1 + gain), Unit: "req/s",
-		Notes: map[string]float64{"knee": knee, "knee_fit": k, "level_min": distinct[0], "level_max": xmax, "gain_beyond_knee": gain}}
+		Notes: map[string]float64{"knee": knee, "knee_fit": k, "level_min": distinct[0], "level_max": xmax,
+			"gain_beyond_knee": gain, "elasticity_beyond_knee": el.Slope}}
 	if dropped > 0 {
 		ev.Notes["dropped_beyond_knee"] = dropped
 	}
@@ -124,7 +136,7 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	if latText != "" {
 		summary += " — flat throughput with rising latency means a saturated resource"
 	}
-	return Finding{Kind: KindThroughputLimit, Severity: Warning, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
+	return Finding{Kind: KindThroughputLimit, Severity: o.Severity, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
 }
 
 // kneeAt returns the lowest level at which the running median of throughput

@@ -134,12 +134,21 @@ type CollapseOptions struct {
 	// within this fraction of the median level are used, so a ramp is not read
 	// as a collapse. Default 0.10.
 	SteadyTolerance float64
-	// MinReadGrowth is the least factor by which a table's rows read per
-	// request must grow (first to last quarter) to be blamed. Default 2: an
-	// unindexed query's reads grow with the table, an indexed one's stay flat.
-	MinReadGrowth float64
-	// MinReadIncrease is the least absolute growth of rows read per request.
-	// Default 20: fewer rows per request cost microseconds and explain nothing.
+	// MinRowGrowth is the least growth of a table's row count, as a fraction,
+	// for it to be blamed. Default 0.10.
+	MinRowGrowth float64
+	// MinReadElasticity is the least elasticity of a table's rows read per
+	// request to its row count (Theil–Sen slope of log reads against log
+	// rows) for it to be blamed. An unindexed query reads rows in proportion
+	// to the table (≈ 1), an indexed one a fixed number (≈ 0). Default 0.5.
+	// Unlike a growth factor it does not depend on how much of the table's
+	// growth the analysed windows cover (a 30 s warm-up leaves a 90 s run's
+	// table only doubling).
+	MinReadElasticity float64
+	// MinReadIncrease is the least absolute growth of rows read per request
+	// (first to last quarter). Default 20: fewer rows per request cost
+	// microseconds and explain nothing (an indexed list with LIMIT 20 reaches
+	// its 20 rows as the table fills at the start of a run).
 	MinReadIncrease float64
 	// MinCorrelation is the least Spearman correlation between a table's rows
 	// read per request and its row count. Default 0.6: clearly monotone
@@ -198,14 +207,23 @@ type ThroughputLimitOptions struct {
 	// and a drifting neighbour cannot hide or fake (at 2×, one clean ramp in a
 	// thousand looked flat).
 	MinOverKnee float64
-	// MaxGainShare: from the knee to the top of the ramp, throughput may gain
-	// at most this share of what linear scaling (throughput ∝ concurrency)
-	// would add to count as flat. Default 0.25: over a doubling, at most
-	// +25 % where linear scaling gives +100 %.
-	MaxGainShare float64
+	// MaxElasticity: beyond the knee, the elasticity of throughput to
+	// concurrency (d ln throughput / d ln level, by Theil–Sen) must be at most
+	// this for "flat". Linear scaling is 1, a saturated resource 0. Default
+	// 0.35 (e.g. at most +38 % from 16 to 40 VUs, where linear scaling gives
+	// +150 %): on simulated ramps with ±30 % jitter and a drifting neighbour
+	// the estimate spreads by about ±0.15, so 0.35 kept every unsaturated
+	// ramp quiet while 0.25 missed 1 % of saturated ones whose soft knee was
+	// placed early.
+	MaxElasticity float64
 	// MinPointsBeyondKnee is the fewest windows at or beyond the knee.
 	// Default 3.
 	MinPointsBeyondKnee int
+	// Severity of a throughput_limit finding. Default Info: a ramp is run to
+	// find its limit, so reaching one is a result, not a fault — and on a
+	// shared machine a neighbour that takes capacity mid-ramp makes the
+	// measured throughput level off too. Set Warning to alert on it.
+	Severity Severity
 }
 
 // DefaultOptions returns the defaults documented on each field.
@@ -236,7 +254,8 @@ func DefaultOptions() Options {
 			MinUnexplainedRise:    1.5,
 			MinLatentReadIncrease: 500,
 			SteadyTolerance:       0.10,
-			MinReadGrowth:         2,
+			MinRowGrowth:          0.10,
+			MinReadElasticity:     0.5,
 			MinReadIncrease:       20,
 			MinCorrelation:        0.6,
 			MinCPURise:            0.5,
@@ -254,8 +273,9 @@ func DefaultOptions() Options {
 			MinLevelRatio:       2,
 			MinLevels:           4,
 			MinOverKnee:         2.5,
-			MaxGainShare:        0.25,
+			MaxElasticity:       0.35,
 			MinPointsBeyondKnee: 3,
+			Severity:            Info,
 		},
 	}
 }
@@ -291,7 +311,8 @@ func (o Options) withDefaults() Options {
 	def(&c.MinUnexplainedRise, dc.MinUnexplainedRise)
 	def(&c.MinLatentReadIncrease, dc.MinLatentReadIncrease)
 	def(&c.SteadyTolerance, dc.SteadyTolerance)
-	def(&c.MinReadGrowth, dc.MinReadGrowth)
+	def(&c.MinRowGrowth, dc.MinRowGrowth)
+	def(&c.MinReadElasticity, dc.MinReadElasticity)
 	def(&c.MinReadIncrease, dc.MinReadIncrease)
 	def(&c.MinCorrelation, dc.MinCorrelation)
 	def(&c.MinCPURise, dc.MinCPURise)
@@ -309,8 +330,11 @@ func (o Options) withDefaults() Options {
 	def(&t.MinLevelRatio, dt.MinLevelRatio)
 	def(&t.MinLevels, dt.MinLevels)
 	def(&t.MinOverKnee, dt.MinOverKnee)
-	def(&t.MaxGainShare, dt.MaxGainShare)
+	def(&t.MaxElasticity, dt.MaxElasticity)
 	def(&t.MinPointsBeyondKnee, dt.MinPointsBeyondKnee)
+	if t.Severity == "" {
+		t.Severity = dt.Severity
+	}
 	return o
 }
 

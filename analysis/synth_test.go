@@ -43,7 +43,7 @@ type model struct {
 	name      string
 	windows   int
 	windowSec float64
-	dt        float64 // simulation step, seconds
+	dt        float64 // simulation step, seconds (0: 0.25)
 	vus       int
 
 	baseRPS      float64 // before per-run randomisation (±20 %)
@@ -109,7 +109,7 @@ func (m model) generate(seed uint64) []window.Window {
 func (m model) simulate(r *rand.Rand, inc, firstIndex int, start time.Time) []window.Window {
 	dt := m.dt
 	if dt == 0 {
-		dt = 0.1
+		dt = 0.25
 	}
 	total := float64(m.windows) * m.windowSec
 	base := m.baseRPS * (0.8 + 0.4*r.Float64())

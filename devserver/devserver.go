@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/server/common/cluster"
@@ -82,6 +83,7 @@ type Server struct {
 	namespace string
 	dbPath    string
 	lock      *dirLock
+	stopping  *atomic.Bool
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -146,10 +148,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	dc := dynamicconfig.StaticClient{
 		dynamicconfig.HistoryLongPollExpirationInterval.Key(): []dynamicconfig.ConstrainedValue{{Value: opts.LongPoll}},
 	}
+	stopping := new(atomic.Bool)
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(newServerLogger(opts.Logger)),
+		temporal.WithLogger(newServerLogger(opts.Logger, stopping)),
 		temporal.WithDynamicConfigClient(dc),
 	)
 	if err != nil {
@@ -159,7 +162,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("start temporal dev server on %s: %w", dbPath, err)
 	}
-	s := &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port)), namespace: opts.Namespace, dbPath: dbPath, lock: lock}
+	s := &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port)), namespace: opts.Namespace, dbPath: dbPath, lock: lock, stopping: stopping}
 	started = true
 	if err := waitAccepting(ctx, s.address); err != nil {
 		s.Stop()
@@ -182,6 +185,7 @@ func (s *Server) DBPath() string { return s.dbPath }
 // any) is returned by every call.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
 		if err := s.srv.Stop(); err != nil {
 			s.stopErr = fmt.Errorf("stop temporal dev server: %w", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -13,19 +15,32 @@ import (
 // the rest: the server logs several hundred info lines on start-up alone.
 type serverLogger struct {
 	l *slog.Logger
+	// stopping is set when Stop begins: the services then log dozens of
+	// warnings about each other going away, which say nothing to a user.
+	stopping *atomic.Bool
+}
+
+// benign are messages the server logs on every start of a dev server.
+var benign = []string{
+	"HTTP API port has not been set",
 }
 
 var _ log.Logger = serverLogger{}
 var _ log.WithLogger = serverLogger{}
 
-func newServerLogger(l *slog.Logger) log.Logger {
-	return serverLogger{l: l.With("component", "temporal-server")}
+func newServerLogger(l *slog.Logger, stopping *atomic.Bool) serverLogger {
+	return serverLogger{l: l.With("component", "temporal-server"), stopping: stopping}
 }
 
 func (s serverLogger) log(level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()
-	if !s.l.Enabled(ctx, level) {
+	if s.stopping.Load() || !s.l.Enabled(ctx, level) {
 		return
+	}
+	for _, b := range benign {
+		if strings.HasPrefix(msg, b) {
+			return
+		}
 	}
 	attrs := make([]slog.Attr, 0, len(tags))
 	for _, t := range tags {
@@ -64,5 +79,5 @@ func (s serverLogger) With(tags ...tag.Tag) log.Logger {
 	for _, t := range tags {
 		args = append(args, t.Key(), tagValue(t))
 	}
-	return serverLogger{l: s.l.With(args...)}
+	return serverLogger{l: s.l.With(args...), stopping: s.stopping}
 }

@@ -24,6 +24,12 @@ const (
 	maxBodyBytes     = 16 << 20
 )
 
+// rawSocketIO selects sockIO for connections (see sockio_linux.go). Setting
+// LONGHAUL_DRIVER_NETCONN=1 in the environment falls back to net.Conn's own
+// Read and Write: a diagnostics switch, and the baseline of the benchmark
+// that justifies sockIO.
+var rawSocketIO = rawSocketIOSupported && os.Getenv("LONGHAUL_DRIVER_NETCONN") == ""
+
 // errMalformed reports a response the client cannot parse.
 var errMalformed = errors.New("malformed HTTP response")
 
@@ -100,12 +106,16 @@ func (h *httpConn) dial(deadline time.Time) window.Class {
 	if err != nil {
 		return classify(err)
 	}
-	sock, err := newSockIO(c)
-	if err != nil {
-		_ = c.Close()
-		return window.Other
+	h.conn, h.rd, h.wr = c, c, c
+	if rawSocketIO {
+		sock, err := newSockIO(c)
+		if err != nil {
+			_ = c.Close()
+			h.conn = nil
+			return window.Other
+		}
+		h.rd, h.wr = sock, sock
 	}
-	h.conn, h.rd, h.wr = c, sock, sock
 	h.reused = false
 	h.r, h.w = 0, 0
 	return window.OK

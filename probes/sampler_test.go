@@ -175,6 +175,7 @@ func TestSampleHeapSources(t *testing.T) {
 	s, err := New(Config{
 		TargetURL: f.URL,
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}, GCHook: &scenarios.GCHook{Every: 3}}},
+		Window:    10 * time.Second,
 		Logger:    slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -234,6 +235,7 @@ func TestSampleFailurePolicy(t *testing.T) {
 	s, err := New(Config{
 		TargetURL: f.URL,
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}},
+		Window:    10 * time.Second,
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	if err != nil {
@@ -334,7 +336,7 @@ func TestSampleProcess(t *testing.T) {
 	}
 	defer c.Wait()
 	defer c.Process.Kill()
-	s, err := New(Config{PID: c.Process.Pid, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Config{PID: c.Process.Pid, Window: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

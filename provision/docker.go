@@ -348,11 +348,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		env.Target.ContainerID = ctr.GetContainerID()
 	}
 	if err != nil {
-		msg := fmt.Sprintf("start target %s: %v", env.Image, oneLine(err))
-		if ctr != nil {
-			msg = withTail(msg, "the container's log", containerTail(ctx, d.cli, ctr.GetContainerID()))
+		waited := "port " + portSpec + " accepting connections"
+		if t.Health != "" {
+			waited = "GET " + t.Health + " answering 2xx"
 		}
-		return env, fmt.Errorf("%w: %s", ErrNotReady, msg)
+		return env, fmt.Errorf("start target %s (waited up to %s for %s): %w", env.Image, timeout, waited, startError(ctx, d.cli, ctr, err))
 	}
 	mapped, err := ctr.MappedPort(ctx, portSpec)
 	if err != nil {
@@ -402,11 +402,7 @@ func (d *Docker) startPostgres(ctx context.Context, env Environment, img string,
 		db.Process.ContainerID = ctr.GetContainerID()
 	}
 	if err != nil {
-		msg := oneLine(err)
-		if ctr != nil {
-			msg = withTail(msg, "the container's log", containerTail(ctx, d.cli, ctr.GetContainerID()))
-		}
-		return db, nil, fmt.Errorf("%w: %s", ErrNotReady, msg)
+		return db, nil, fmt.Errorf("start postgres %s: %w", img, startError(ctx, d.cli, ctr, err))
 	}
 	mapped, err := ctr.MappedPort(ctx, "5432/tcp")
 	if err != nil {
@@ -436,6 +432,16 @@ func runPostgres(ctx context.Context, img string, readyOccurrences int, opts ...
 	return ctr, nil
 }
 
+// startError describes a failed container start: when the container exists
+// (it started but did not get ready, or exited), ErrNotReady with the last
+// lines of its log; else err as it is.
+func startError(ctx context.Context, cli client.APIClient, ctr *testcontainers.DockerContainer, err error) error {
+	if ctr == nil {
+		return err
+	}
+	return errWithTail(fmt.Errorf("%w: %s", ErrNotReady, oneLine(err)), "the container's log", containerTail(ctx, cli, ctr.GetContainerID()))
+}
+
 // loopbackBinding publishes port on a random 127.0.0.1 port only.
 func loopbackBinding(port string) network.PortMap {
 	p := network.MustParsePort(port)
@@ -449,7 +455,7 @@ func containerLimits(r scenarios.Resources) (container.Resources, error) {
 	if r.Memory != "" {
 		var err error
 		if mem, err = ParseBytes(r.Memory); err != nil {
-			return container.Resources{}, fmt.Errorf("target.resources: %w", err)
+			return container.Resources{}, fmt.Errorf("%w: target.resources.memory %q: want a size like 512m or 1g", ErrInvalidSpec, r.Memory)
 		}
 		if mem < 6<<20 {
 			return container.Resources{}, fmt.Errorf("%w: target.resources.memory %q: docker needs at least 6m", ErrInvalidSpec, r.Memory)

@@ -328,6 +328,7 @@ func TestDockerFailuresLeaveNothing(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Provision error = %v, want %v", err, tt.wantErr)
 			}
+			t.Logf("the error reads:\n%v", err)
 			for _, m := range tt.wantMsg {
 				if !strings.Contains(err.Error(), m) {
 					t.Errorf("error %q does not contain %q", err, m)

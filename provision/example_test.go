@@ -37,5 +37,5 @@ func ExampleParseBytes() {
 	fmt.Println(err)
 	// Output:
 	// 536870912
-	// invalid environment: memory "lots": want a size like 512m or 1g
+	// invalid environment: size "lots": want a number with an optional unit, like 512m or 1g
 }

@@ -127,6 +127,11 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		if port, err = freePort(); err != nil {
 			return env, fmt.Errorf("pick a free port: %w", err)
 		}
+	} else if ln, lerr := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); lerr != nil {
+		// Health checks would otherwise be answered by whatever holds it.
+		return env, fmt.Errorf("%w: target.port %d is already in use on 127.0.0.1: stop what holds it, or leave target.port unset to get a free one", ErrInvalidSpec, port)
+	} else {
+		ln.Close()
 	}
 	data.Port = port
 	lookup := req.LookupEnv
@@ -199,6 +204,9 @@ func (l *Local) Teardown(ctx context.Context, env Environment) error {
 	if env.ID == "" {
 		return nil
 	}
+	if err := l.sameHost(env); err != nil {
+		return fmt.Errorf("tear down %s: %w", env.ID, err)
+	}
 	var errs []error
 	if err := stopProcesses(ctx, env.Target.PID, markerFor(env.ID, ""), syscall.SIGTERM, l.opts.StopGrace); err != nil {
 		errs = append(errs, fmt.Errorf("stop target: %w", err))
@@ -225,6 +233,9 @@ func (l *Local) Teardown(ctx context.Context, env Environment) error {
 // Check reports whether the target process is alive and accepts connections,
 // and the database process is alive.
 func (l *Local) Check(ctx context.Context, env Environment) error {
+	if err := l.sameHost(env); err != nil {
+		return fmt.Errorf("check %s: %w", env.ID, err)
+	}
 	if !alive(env.Target.PID) || !hasMarker(env.Target.PID, markerFor(env.ID, "")) {
 		return fmt.Errorf("%w: target process %d of %s is not running", ErrGone, env.Target.PID, env.ID)
 	}
@@ -235,6 +246,15 @@ func (l *Local) Check(ctx context.Context, env Environment) error {
 	}
 	if err := dialURL(ctx, env.TargetURL); err != nil {
 		return fmt.Errorf("%w: target %s: %v", ErrGone, env.TargetURL, err)
+	}
+	return nil
+}
+
+// sameHost refuses an environment made on another host: its processes and
+// directories are not here, and "nothing found" must not pass for "removed".
+func (l *Local) sameHost(env Environment) error {
+	if env.Host != "" && l.opts.Hostname != "" && env.Host != l.opts.Hostname {
+		return fmt.Errorf("the environment lives on host %s, not %s: run this on that host's worker", env.Host, l.opts.Hostname)
 	}
 	return nil
 }
@@ -261,7 +281,7 @@ func (l *Local) Sweep(ctx context.Context, isRunning func(runID string) bool) ([
 			l.opts.Logger.Warn("sweep: unreadable state; left alone", "dir", dir, "err", err)
 			continue
 		}
-		if isRunning(env.RunID) {
+		if isRunning(env.RunID) || l.sameHost(env) != nil {
 			continue
 		}
 		if err := l.Teardown(ctx, env); err != nil {
@@ -321,7 +341,11 @@ func runBuild(ctx context.Context, command, dir, logPath string, log interface{ 
 	start := time.Now()
 	log.Info("building target", "command", command, "dir", dir)
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%w: target.build.command %q in %q: %s", ErrBuild, command, dir,
+		where := ""
+		if dir != "" {
+			where = " in " + dir
+		}
+		return fmt.Errorf("%w: target.build.command %q%s: %s", ErrBuild, command, where,
 			withTail(oneLine(err), "its output", lastLines(logPath, 20)))
 	}
 	log.Info("target built", "seconds", time.Since(start).Seconds())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,11 @@ func TestLocalTargetUpAndDown(t *testing.T) {
 	if err := l.Teardown(ctx, env); err != nil {
 		t.Errorf("second Teardown: %v, want nil (idempotent)", err)
 	}
+	elsewhere := env
+	elsewhere.Host = "some-other-host"
+	if err := l.Teardown(ctx, elsewhere); err == nil || !strings.Contains(err.Error(), "lives on host some-other-host") {
+		t.Errorf("Teardown of another host's environment = %v, want a refusal naming the host", err)
+	}
 }
 
 func TestLocalWithPostgres(t *testing.T) {
@@ -191,6 +197,19 @@ func TestLocalFailuresLeaveNothing(t *testing.T) {
 			wantMsg: []string{"compiling", "main.go:3: syntax error", "exit status 2"},
 		},
 		{
+			name: "fixed port taken",
+			mutate: func(s *scenarios.Environment) {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					panic(err)
+				}
+				s.Target.Port = ln.Addr().(*net.TCPAddr).Port
+				go func() { time.Sleep(5 * time.Second); ln.Close() }()
+			},
+			wantErr: ErrInvalidSpec,
+			wantMsg: []string{"is already in use on 127.0.0.1"},
+		},
+		{
 			name:    "no command",
 			mutate:  func(s *scenarios.Environment) { s.Target.Command = nil },
 			wantErr: ErrInvalidSpec,
@@ -213,6 +232,7 @@ func TestLocalFailuresLeaveNothing(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Provision error = %v, want %v", err, tt.wantErr)
 			}
+			t.Logf("the error reads:\n%v", err)
 			for _, m := range tt.wantMsg {
 				if !strings.Contains(err.Error(), m) {
 					t.Errorf("error %q does not contain %q", err, m)

@@ -183,14 +183,14 @@ func ParseBytes(s string) (int64, error) {
 	num, unit := t[:i], strings.TrimSpace(t[i:])
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%w: memory %q: want a size like 512m or 1g", ErrInvalidSpec, s)
+		return 0, fmt.Errorf("%w: size %q: want a number with an optional unit, like 512m or 1g", ErrInvalidSpec, s)
 	}
 	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "ki": 1 << 10,
 		"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "mi": 1 << 20,
 		"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "gi": 1 << 30,
 		"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40, "ti": 1 << 40}[unit]
 	if mult == 0 {
-		return 0, fmt.Errorf("%w: memory %q: unknown unit %q (use b, k, m, g or t)", ErrInvalidSpec, s, unit)
+		return 0, fmt.Errorf("%w: size %q: unknown unit %q (use b, k, m, g or t)", ErrInvalidSpec, s, unit)
 	}
 	return int64(v * mult), nil
 }

@@ -54,7 +54,13 @@
 // longhaul-target/<name>:<commit> (reused when the tag exists); ports
 // published on 127.0.0.1 only; resource limits; the labels dev.longhaul=1,
 // dev.longhaul.run, dev.longhaul.incarnation and dev.longhaul.env on every
-// container, network and volume.
+// container, network and volume. A git-ref build resolves the ref with git
+// rev-parse (ls-remote for a URL) and sends `git archive` of the commit's
+// context directory to the engine, so no worktree is touched (submodules and
+// LFS files are not included). Since ports are published on 127.0.0.1, a
+// worker that runs in a container must share the host's network namespace.
+// Both providers first remove what an earlier attempt at the same run
+// incarnation left, so a retried Provision starts clean.
 //
 // Ryuk, testcontainers' reaper, removes a session's containers about 10 s
 // after the process that created them dies. For a soak that is the wrong

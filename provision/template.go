@@ -41,10 +41,12 @@ func render(what, text string, data templateData, lookup func(string) (string, b
 		lookup = os.LookupEnv
 	}
 	src := envRef.ReplaceAllString(text, `{{env "$1"}}`)
+	var unset string
 	t, err := template.New(what).Option("missingkey=error").Funcs(template.FuncMap{
 		"env": func(name string) (string, error) {
 			v, ok := lookup(name)
 			if !ok {
+				unset = name
 				return "", fmt.Errorf("${env:%s} is not set", name)
 			}
 			return v, nil
@@ -55,6 +57,9 @@ func render(what, text string, data templateData, lookup func(string) (string, b
 	}
 	var b strings.Builder
 	if err := t.Execute(&b, data); err != nil {
+		if unset != "" {
+			return "", fmt.Errorf("%w: %s: ${env:%s} is not set in the worker's environment", ErrInvalidSpec, what, unset)
+		}
 		if data.Database == nil && strings.Contains(text, ".Database") {
 			return "", fmt.Errorf("%w: %s uses {{.Database...}} but database.kind is none", ErrInvalidSpec, what)
 		}

@@ -21,8 +21,9 @@ type Progress struct {
 	start time.Time
 	total time.Duration // 0: unknown (runs until stopped)
 	width int           // of the whole line, in columns
-	now   func() time.Time
-	shown bool
+	now     func() time.Time
+	shown   bool
+	stopped bool
 }
 
 // fdWriter is what a terminal file (*os.File) offers.
@@ -85,7 +86,18 @@ func (p *Progress) Around(f func()) {
 	p.draw()
 }
 
-// Run redraws the bar every interval until ctx is done, then clears it.
+// Stop clears the bar for good: later Draw and Around calls draw nothing.
+func (p *Progress) Stop() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	p.stopped = true
+}
+
+// Run redraws the bar every interval until ctx is done, then stops it.
 func (p *Progress) Run(ctx context.Context, every time.Duration) {
 	if p == nil {
 		return
@@ -96,7 +108,7 @@ func (p *Progress) Run(ctx context.Context, every time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():
-			p.Clear()
+			p.Stop()
 			return
 		case <-t.C:
 			p.Draw()
@@ -112,6 +124,9 @@ func (p *Progress) clear() {
 }
 
 func (p *Progress) draw() {
+	if p.stopped {
+		return
+	}
 	io.WriteString(p.out, "\r"+p.line()+"\x1b[K")
 	p.shown = true
 }

@@ -73,6 +73,19 @@ func TestProgressNilAndNotTerminal(t *testing.T) {
 	}
 }
 
+func TestProgressStopIsFinal(t *testing.T) {
+	var term bytes.Buffer
+	p := newProgress(&term, t0, time.Minute, 40, func() time.Time { return t0 })
+	p.Draw()
+	p.Stop()
+	n := term.Len()
+	p.Draw()
+	p.Around(func() { term.WriteString("summary\n") })
+	if got := term.String()[n:]; got != "summary\n" {
+		t.Errorf("output after Stop = %q, want only the caller's line", got)
+	}
+}
+
 func TestProgressRunClearsOnStop(t *testing.T) {
 	var term syncBuffer
 	p := newProgress(&term, t0, time.Minute, 40, func() time.Time { return t0 })

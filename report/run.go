@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -186,7 +187,8 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		_, err := fmt.Fprintln(out, "no runs")
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATUS\tCREATED\tDURATION\tREASON")
 	for _, r := range runs {
 		dur := "-"
@@ -200,6 +202,14 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
 	}
 	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write runs: %w", err)
+	}
+	// tabwriter pads the last cells of short rows; drop the padding.
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	if _, err := io.WriteString(out, strings.Join(lines, "\n")+"\n"); err != nil {
 		return fmt.Errorf("write runs: %w", err)
 	}
 	return nil

@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -123,5 +126,43 @@ func TestHotPathAllocs(t *testing.T) {
 		if got := testing.AllocsPerRun(200, tt.fn); got != 0 {
 			t.Errorf("%s: %v allocations per call, want 0", tt.name, got)
 		}
+	}
+}
+
+func BenchmarkParseMix(b *testing.B) {
+	data, err := os.ReadFile("parse-mix.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse(data, "parse-mix.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRefuse measures how long hostile files take to refuse.
+func BenchmarkRefuse(b *testing.B) {
+	bomb := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i := 'b'; i <= 'k'; i++ {
+		bomb += fmt.Sprintf("%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	cases := []struct{ name, data string }{
+		{"alias-bomb", bomb},
+		{"1MiB-list", strings.Repeat("- a\n", MaxFileBytes/4)},
+		{"deep-nesting", strings.Repeat("[", 5000) + strings.Repeat("]", 5000)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			data := []byte(c.data)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(data, "x"); err == nil {
+					b.Fatal("accepted")
+				}
+			}
+		})
 	}
 }

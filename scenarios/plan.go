@@ -111,6 +111,9 @@ func (c *compiler) action(st *Step, weight int, what string) *Action {
 
 	// Path: literal text as written; values inserted before a "?" are escaped
 	// as a path segment, after it as a query component.
+	if !strings.HasPrefix(r.Path, "/") {
+		c.errf("path must start with \"/\", got %q", r.Path)
+	}
 	parts := c.parse(r.Path)
 	inQuery := false
 	for _, pt := range parts {
@@ -306,7 +309,8 @@ func appendLit(dst []seg, bs ...[]byte) []seg {
 }
 
 // NewVU returns the state of virtual user number id (1-based): its variables
-// and random source. A VU is not safe for concurrent use.
+// and random source. A VU is not safe for concurrent use, and only works with
+// the Actions of the Plan that made it.
 func (p *Plan) NewVU(id int) *VU {
 	return &VU{
 		ID:   id,

@@ -358,3 +358,21 @@ func TestPoolsConcurrent(t *testing.T) {
 		t.Errorf("Len = %d, want added %d - taken %d", got, added, taken)
 	}
 }
+
+func TestCompileChecksBuiltScenarios(t *testing.T) {
+	s := &Scenario{Name: "x", Source: "built", Ops: []Op{
+		{Step: Step{Name: "a", Line: 4, Request: Request{Path: "items"}}, Weight: 1},
+		{Step: Step{Name: "b", Line: 6, Request: Request{Path: "/{{ nope }}"}, Capture: []Capture{{JSON: "ids", Var: "v", Each: true}}}},
+	}}
+	_, err := Compile(s, CompileOptions{})
+	got := lines(t, err)
+	want := []string{
+		`4: op "a": path must start with "/", got "items"`,
+		`6: op "b": weight must be ≥ 1, got 0`,
+		`6: op "b": unknown template function "nope" (known: vu, seq, uuid, randInt, randString, pick, take; variables are written {{ .name }})`,
+		`6: op "b": capture of "ids" with each: true needs pool`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Compile errors\n got %q\nwant %q", got, want)
+	}
+}

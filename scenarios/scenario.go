@@ -9,10 +9,14 @@
 //     reported with file:line, defaults filled in.
 //  2. Compile the scenario into a Plan: templates, captures and pools made ready
 //     for the hot path; ${env:NAME} references resolved here, at run time.
-//  3. The driver asks the Plan for one VU state per virtual user and, per
-//     request, renders an Action into a reusable Rendered request and checks the response.
+//  3. The driver asks the Plan for one VU state per virtual user (NewVU) and,
+//     per request, renders an Action into a reusable Rendered request
+//     (Render, allocation-free), sends it, and classifies the response
+//     (Check, which also applies the captures).
 //
-// The format is documented in README.md next to this file.
+// A Plan and its Pools are safe for concurrent use; a VU belongs to one
+// goroutine. The format is documented in README.md next to this file;
+// `longhaul scenario validate FILE...` checks files from the command line.
 package scenarios
 
 import "time"

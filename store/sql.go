@@ -71,7 +71,7 @@ func (s *sqlStore) PutRun(ctx context.Context, r Run) error {
 		return errors.New("put run: empty id")
 	}
 	if r.CreatedAt.IsZero() {
-		return fmt.Errorf("put run %s: CreatedAt is not set", r.ID)
+		r.CreatedAt = time.Now() // ListRuns orders by it; never leave it empty
 	}
 	var env any // NULL when absent
 	if len(r.Environment) > 0 {

@@ -154,6 +154,16 @@ func testRunRoundTrip(t *testing.T, open backend) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("GetRun after replace:\n got %+v\nwant %+v", got, want)
 	}
+
+	// A run put without CreatedAt gets the current time, so ListRuns can order it.
+	before := time.Now()
+	mustPutRun(t, s, store.Run{ID: "r2", Name: "x", Kind: "soak", Status: store.Pending})
+	if got, err = s.GetRun(ctx, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if got.CreatedAt.Before(before.Add(-time.Second)) {
+		t.Errorf("CreatedAt of a run put without one = %v, want about %v", got.CreatedAt, before)
+	}
 }
 
 func testGetRunMissing(t *testing.T, open backend) {

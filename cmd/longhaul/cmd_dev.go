@@ -11,6 +11,7 @@ import (
 // devFlags are the flags of longhaul dev.
 type devFlags struct {
 	port        int
+	worker      bool
 	metricsAddr string
 	storeFlags
 }
@@ -33,6 +34,7 @@ starts again on the same data directory.`,
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&f.port, "port", 0, "frontend port on 127.0.0.1 (default 7233, or a free port when 7233 is taken)")
+	fs.BoolVar(&f.worker, "worker", true, "also run a worker in this process (--worker=false: the server only; run 'longhaul worker' beside it)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	f.storeFlags.register(fs)
 	return cmd
@@ -71,15 +73,19 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(c, st, dataDir, set, log)
-	if err != nil {
-		return err
+	workerNote := "no worker"
+	if f.worker {
+		w, err := a.newSoakWorker(c, st, dataDir, set, log)
+		if err != nil {
+			return err
+		}
+		if err := w.Start(); err != nil {
+			return err
+		}
+		defer w.Stop()
+		workerNote = "worker on " + w.HostQueue()
 	}
-	if err := w.Start(); err != nil {
-		return err
-	}
-	defer w.Stop()
-	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), worker on %s; store %s\n", srv.Address(), srv.Namespace(), w.HostQueue(), where)
+	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), %s; store %s\n", srv.Address(), srv.Namespace(), workerNote, where)
 	fmt.Fprintf(a.stdout, "run soaks with: longhaul run FILE --temporal %s\n", srv.Address())
 	select {
 	case <-ctx.Done():

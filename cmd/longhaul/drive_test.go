@@ -522,4 +522,3 @@ func TestDataDir(t *testing.T) {
 		}
 	}
 }
-

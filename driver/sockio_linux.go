@@ -1,3 +1,5 @@
+//go:build linux
+
 package driver
 
 import (
@@ -19,7 +21,8 @@ import (
 // process pays context switches between threads for every such hand-off.
 // The socket is non-blocking, so a read or write never blocks in the
 // kernel: RawSyscall is safe and keeps the driver on one thread, as wrk is.
-// Measured in bench/driver/RESULTS.md.
+// Measured in bench/driver/RESULTS.md (longhaul-netconn is the same driver
+// with LONGHAUL_DRIVER_NETCONN=1, which turns this off).
 type sockIO struct {
 	rc syscall.RawConn
 
@@ -31,6 +34,8 @@ type sockIO struct {
 
 	readFn, writeFn func(fd uintptr) bool
 }
+
+const rawSocketIOSupported = true
 
 func newSockIO(c net.Conn) (*sockIO, error) {
 	sc, ok := c.(syscall.Conn)

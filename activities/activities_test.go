@@ -1,0 +1,224 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+const hello = `name: hello
+environment:
+  target: {url: "http://127.0.0.1:8080"}
+ops:
+  - name: get
+    weight: 1
+    request: {method: GET, path: /items}
+`
+
+func newEnv(a *activities.Activities) *testsuite.TestActivityEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(nil)
+	env := s.NewTestActivityEnvironment()
+	if a.Logger == nil {
+		a.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	activities.Register(env, a)
+	return env
+}
+
+func TestHostQueueName(t *testing.T) {
+	tests := []struct{ host, want string }{
+		{"build-01", "longhaul-host-build-01"},
+		{"a.example.com", "longhaul-host-a.example.com"},
+		{"we ird/host", "longhaul-host-we-ird-host"},
+		{"", "longhaul-host-localhost"},
+	}
+	for _, tt := range tests {
+		if got := activities.HostQueueName(tt.host); got != tt.want {
+			t.Errorf("HostQueueName(%q) = %q, want %q", tt.host, got, tt.want)
+		}
+	}
+}
+
+func TestHostQueue(t *testing.T) {
+	a := &activities.Activities{HostTaskQueue: "longhaul-host-x"}
+	env := newEnv(a)
+	v, err := env.ExecuteActivity(a.HostQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "longhaul-host-x" {
+		t.Errorf("HostQueue = %q, want longhaul-host-x", got)
+	}
+}
+
+func TestBegin(t *testing.T) {
+	st := &activitiestest.Store{}
+	a := &activities.Activities{Store: st}
+	env := newEnv(a)
+	in := activities.BeginInput{RunID: "r1", Name: "hello", Scenario: hello, WorkflowID: "wf"}
+	for i := 0; i < 2; i++ { // idempotent
+		if _, err := env.ExecuteActivity(a.Begin, in); err != nil {
+			t.Fatalf("Begin #%d: %v", i+1, err)
+		}
+	}
+	r, err := st.GetRun(context.Background(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.Pending || r.Kind != "soak" || r.Scenario != hello || r.WorkflowID != "wf" {
+		t.Errorf("run = %+v", r)
+	}
+
+	_, err = env.ExecuteActivity(a.Begin, activities.BeginInput{RunID: "r2"})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrTypeBadScenario || !app.NonRetryable() {
+		t.Errorf("Begin without record or scenario: %v, want a non-retryable %s", err, activities.ErrTypeBadScenario)
+	}
+}
+
+func TestProvisionRecordsEnvironment(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	prov := &activitiestest.Provisioner{}
+	a := &activities.Activities{Store: st, Provisioner: prov}
+	env := newEnv(a)
+	v, err := env.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.Environment
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "r1-1" || got.TargetURL != "http://127.0.0.1:8080" {
+		t.Errorf("environment = %+v", got)
+	}
+	r, _ := st.GetRun(context.Background(), "r1")
+	if r.TargetURL != "http://127.0.0.1:8080" || r.Incarnations != 1 || len(r.Environment) == 0 {
+		t.Errorf("run after provision = %+v", r)
+	}
+}
+
+func TestProvisionFailureIsNotRetried(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	a := &activities.Activities{Store: st, Provisioner: &activitiestest.Provisioner{Fail: errors.New("no docker engine")}}
+	env := newEnv(a)
+	_, err := env.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrTypeProvision || !app.NonRetryable() {
+		t.Fatalf("error = %v, want a non-retryable %s", err, activities.ErrTypeProvision)
+	}
+	if !strings.Contains(app.Error(), "no docker engine") {
+		t.Errorf("error %q does not carry the cause", app.Error())
+	}
+}
+
+func TestBadScenarioIsNotRetried(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "broken", Scenario: "name: broken\nops: []\n"})
+	a := &activities.Activities{Store: st, Provisioner: &activitiestest.Provisioner{}}
+	env := newEnv(a)
+	_, err := env.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrTypeBadScenario {
+		t.Fatalf("error = %v, want %s", err, activities.ErrTypeBadScenario)
+	}
+}
+
+func TestAnalyzeStoresFindings(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutWindow(context.Background(), window.Window{RunID: "r1", Incarnation: 1, Index: 0, Requests: 10, OK: 10})
+	var seen int
+	a := &activities.Activities{Store: st, Analyzer: activities.AnalyzerFunc(func(ws []window.Window) []analysis.Finding {
+		seen = len(ws)
+		return []analysis.Finding{{Kind: analysis.KindLeak, Severity: analysis.Critical}, {Kind: analysis.KindMissingEvidence, Severity: analysis.Info}}
+	})}
+	env := newEnv(a)
+	v, err := env.ExecuteActivity(a.Analyze, activities.AnalyzeInput{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.AnalyzeResult
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := (activities.AnalyzeResult{Findings: 2, Critical: 1}); got != want {
+		t.Errorf("result = %+v, want %+v", got, want)
+	}
+	if seen != 1 {
+		t.Errorf("analyser saw %d windows, want 1", seen)
+	}
+	fs, _ := st.Findings(context.Background(), "r1")
+	if len(fs) != 2 {
+		t.Errorf("%d findings stored, want 2", len(fs))
+	}
+}
+
+// TestDriveCommitsWindows: every window the driver closes is in the
+// store with the run id and incarnation, and the drive reports where it ended.
+func TestDriveCommitsWindows(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	prov := &activitiestest.Provisioner{}
+	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
+	drv := &activitiestest.Driver{}
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv}
+	env := newEnv(a)
+	in := activities.DriveInput{RunID: "r1", Incarnation: 1, FirstIndex: 2, Total: 6,
+		Overrides: activities.Overrides{Duration: 6e9, Window: 1e9}, Env: envDesc}
+	v, err := env.ExecuteActivity(a.Drive, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.DriveResult
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := (activities.DriveResult{NextIndex: 6, Windows: 4}); got != want {
+		t.Errorf("result = %+v, want %+v", got, want)
+	}
+	ws, _ := st.Windows(context.Background(), "r1", store.AllWindows)
+	var idx []int
+	for _, w := range ws {
+		if w.RunID != "r1" || w.Incarnation != 1 {
+			t.Errorf("window %d stored as run %q incarnation %d", w.Index, w.RunID, w.Incarnation)
+		}
+		idx = append(idx, w.Index)
+	}
+	if got, want := idx, []int{2, 3, 4, 5}; !equalInts(got, want) {
+		t.Errorf("stored windows %v, want %v", got, want)
+	}
+	if c := drv.Calls[0]; c.FirstIndex != 2 || c.Scenario.Load.Duration.D() != 6e9 || c.TargetURL != envDesc.TargetURL {
+		t.Errorf("driver called with first %d, duration %s, target %s", c.FirstIndex, c.Scenario.Load.Duration.D(), c.TargetURL)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

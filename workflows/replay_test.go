@@ -1,0 +1,22 @@
+package workflows
+
+import (
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+)
+
+// TestReplay replays histories recorded by the real embedded server (see
+// TestGenerateSoakHistories in cmd/longhaul): a change to SoakWorkflow that
+// is not guarded by workflow.GetVersion breaks soaks in flight, and fails here.
+func TestReplay(t *testing.T) {
+	for _, file := range []string{"testdata/soak-clean.json", "testdata/soak-cancelled.json"} {
+		t.Run(file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			RegisterWorkflows(r)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
+				t.Errorf("replay %s: %v", file, err)
+			}
+		})
+	}
+}
