@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -16,7 +17,7 @@ import (
 //
 //   - A table that grew by MinRowGrowth and whose rows read per request
 //     (seq_tup_read + idx_tup_fetch per driver request) grew by
-//     MinReadIncrease, in step with its row count (Spearman ≥ MinCorrelation)
+//     MinReadIncrease, in step with its row count (Mann–Kendall, p ≤ Alpha)
 //     and in proportion to it (elasticity ≥ MinReadElasticity: a query that
 //     scans the table reads rows in proportion to its size, an indexed one
 //     does not, whatever the length of the run). Clean runs have no such
@@ -256,10 +257,22 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows0 < 0 || read1-read0 < o.MinReadIncrease {
 			continue
 		}
-		readRho := Spearman(per, rows)
-		if !(readRho >= o.MinCorrelation) {
+		// Reads rise with the row count: Mann–Kendall on the reads ordered
+		// by rows (a fixed correlation threshold would fail a short run, where
+		// the table grows little and the pg_stat flush jitter is large).
+		byRows := make([]int, n)
+		for k := range byRows {
+			byRows[k] = k
+		}
+		slices.SortStableFunc(byRows, func(x, y int) int { return cmp.Compare(rows[x], rows[y]) })
+		ordered := make([]float64, n)
+		for k, j := range byRows {
+			ordered[k] = per[j]
+		}
+		if a.mannKendall(series{y: ordered}.binned(a.opts.MaxPoints).y).PUp > o.Alpha {
 			continue
 		}
+		readRho := Spearman(per, rows)
 		// Elasticity of rows read per request to the row count: ≈ 1 when a
 		// query scans the table, ≈ 0 when an index finds its rows.
 		var logs series

@@ -150,14 +150,6 @@ type CollapseOptions struct {
 	// microseconds and explain nothing (an indexed list with LIMIT 20 reaches
 	// its 20 rows as the table fills at the start of a run).
 	MinReadIncrease float64
-	// MinCorrelation is the least Spearman correlation between a table's rows
-	// read per request and its row count. Default 0.6: clearly monotone
-	// together, while allowing for the pg_stat flush jitter of a second or so
-	// per window. (The correlation of throughput with the row count is
-	// reported as evidence, not gated: with rows growing steadily it says the
-	// same as the Mann–Kendall trend, and a hyperbolic collapse — steep, then
-	// flattening — keeps it low.)
-	MinCorrelation float64
 	// MinCPURise: without a table to blame, a rise of the target's CPU per
 	// request by at least this fraction says the target itself slowed (warning);
 	// otherwise the fall is put down to interference (info). Default 0.5:
@@ -257,7 +249,6 @@ func DefaultOptions() Options {
 			MinRowGrowth:          0.10,
 			MinReadElasticity:     0.5,
 			MinReadIncrease:       20,
-			MinCorrelation:        0.6,
 			MinCPURise:            0.5,
 		},
 		ErrorSurge: ErrorSurgeOptions{
@@ -314,7 +305,6 @@ func (o Options) withDefaults() Options {
 	def(&c.MinRowGrowth, dc.MinRowGrowth)
 	def(&c.MinReadElasticity, dc.MinReadElasticity)
 	def(&c.MinReadIncrease, dc.MinReadIncrease)
-	def(&c.MinCorrelation, dc.MinCorrelation)
 	def(&c.MinCPURise, dc.MinCPURise)
 
 	e, de := &o.ErrorSurge, d.ErrorSurge

@@ -12,7 +12,8 @@
 # Usage: scripts/offline-images.sh [--force] [--refresh] [postgres|demo-target]...
 #
 # With no image named, it builds both. It is idempotent: an image that exists is
-# skipped (the demo target is rebuilt when its sources changed); --force rebuilds
+# skipped unless what it was built from changed (this script for PostgreSQL, the
+# demo target's sources for the demo target: a label records a hash); --force rebuilds
 # the images; --refresh also runs debootstrap again instead of reusing the root
 # filesystem it left. The root filesystem and its .deb cache live outside the repository,
 # in $LONGHAUL_OFFLINE_CACHE (default /var/cache/longhaul-offline when writable,
@@ -41,7 +42,7 @@ for arg in "$@"; do
 	--force) force=1 ;;
 	--refresh) force=1 refresh=1 ;;
 	postgres | demo-target) targets+=("$arg") ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "offline-images: unknown argument $arg" >&2; usage ;;
 	esac
 done
@@ -82,8 +83,6 @@ remove_replaced() {
 	[[ -n $1 && $1 != "$(docker image inspect -f '{{.Id}}' "$2" 2>/dev/null)" ]] || return 0
 	docker image rm "$1" >/dev/null 2>&1 || true
 }
-
-image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); start one or use provider: local"
 
@@ -180,7 +179,7 @@ if [[ ${1:-} == postgres && $(id -u) == 0 ]]; then
 		for f in /docker-entrypoint-initdb.d/*; do
 			[[ -e $f ]] || continue
 			case "$f" in
-			*.sh) echo "running $f"; . "$f" ;;
+			*.sh) echo "running $f"; as_postgres bash "$f" ;;
 			*.sql) echo "running $f"; as_postgres "${psql[@]}" --dbname "$POSTGRES_DB" -f "$f" ;;
 			*) echo "ignoring $f" ;;
 			esac
@@ -242,12 +241,12 @@ build_postgres() {
 			--change "ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 			--change "ENV PGDATA=/var/lib/postgresql/data" \
 			--change "ENV LANG=C.UTF-8" \
-			--change "LABEL org.opencontainers.image.title=postgres-15-offline dev.longhaul.offline=true" \
+			--change "LABEL org.opencontainers.image.title=postgres-15-offline dev.longhaul.offline=true dev.longhaul.source-hash=$4" \
 			--change "ENTRYPOINT [\"docker-entrypoint.sh\"]" \
 			--change "CMD [\"postgres\"]" \
 			--change "EXPOSE 5432" \
 			--message "longhaul offline PostgreSQL 15 (Debian $3)" - "$2" >/dev/null' \
-		_ "$rootfs" "$base" "$SUITE"
+		_ "$rootfs" "$base" "$SUITE" "$(script_hash)"
 	printf 'FROM %s\nSTOPSIGNAL SIGINT\n' "$base" >"$cache_dir/Dockerfile.postgres"
 	timed "docker build $PG_IMAGE" quiet docker build -q -t "$PG_IMAGE" - <"$cache_dir/Dockerfile.postgres"
 	docker image rm "$base" >/dev/null
@@ -255,17 +254,25 @@ build_postgres() {
 	log "built $PG_IMAGE ($(docker image inspect -f '{{.Size}}' "$PG_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
+# script_hash identifies this script, which holds the PostgreSQL image's recipe.
+script_hash() { sha256sum "${BASH_SOURCE[0]}" | cut -c1-16; }
+
+# up_to_date IMAGE HASH tells whether IMAGE exists with that source hash label.
+up_to_date() {
+	[[ $(docker image inspect -f '{{index .Config.Labels "dev.longhaul.source-hash"}}' "$1" 2>/dev/null) == "$2" ]]
+}
+
 # demo_source_hash identifies the demo target's sources, so a stale image is rebuilt.
 demo_source_hash() {
-	(cd "$repo_root" && cat go.mod go.sum examples/demo-target/*.go examples/demo-target/Dockerfile) | sha256sum | cut -c1-16
+	(cd "$repo_root" && cat go.mod go.sum $(ls examples/demo-target/*.go | grep -v '_test\.go$') examples/demo-target/Dockerfile) |
+		sha256sum | cut -c1-16
 }
 
 build_demo_target() {
 	local hash ctx old
 	hash=$(demo_source_hash)
 	old=$(docker image inspect -f '{{.Id}}' "$DEMO_IMAGE" 2>/dev/null || true)
-	if [[ $force == 0 ]] && image_exists "$DEMO_IMAGE" &&
-		[[ $(docker image inspect -f '{{index .Config.Labels "dev.longhaul.source-hash"}}' "$DEMO_IMAGE") == "$hash" ]]; then
+	if [[ $force == 0 ]] && up_to_date "$DEMO_IMAGE" "$hash"; then
 		log "$DEMO_IMAGE exists and is up to date; skipping (--force rebuilds)"
 		return
 	fi
@@ -285,8 +292,8 @@ total_start=$(date +%s)
 for t in "${targets[@]}"; do
 	case "$t" in
 	postgres)
-		if [[ $force == 0 ]] && image_exists "$PG_IMAGE"; then
-			log "$PG_IMAGE exists; skipping (--force rebuilds)"
+		if [[ $force == 0 ]] && up_to_date "$PG_IMAGE" "$(script_hash)"; then
+			log "$PG_IMAGE exists and is up to date; skipping (--force rebuilds)"
 		else
 			build_postgres
 		fi

@@ -52,6 +52,8 @@ type config struct {
 	genCPU    string
 	targetCPU string
 	vegeta    bool
+	clients   bool
+	netconn   bool
 }
 
 // measurement is one run of one tool.
@@ -75,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.genCPU, "gen-cpu", "0", "CPU list the generators are pinned to (taskset -c)")
 	fs.StringVar(&cfg.targetCPU, "target-cpu", "1", "CPU list the target is pinned to")
 	fs.BoolVar(&cfg.vegeta, "vegeta", true, "also run vegeta for reference")
+	fs.BoolVar(&cfg.clients, "clients", false, "also run bare fasthttp and net/http client loops (bench/driver/clientcmp)")
+	fs.BoolVar(&cfg.netconn, "netconn", false, "also run the driver with LONGHAUL_DRIVER_NETCONN=1 (net.Conn I/O instead of raw syscalls)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,6 +98,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		logf("building %s", pkg)
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, pkg), "./bench/driver/"+pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
+		}
+	}
+	if cfg.clients {
+		logf("building clientcmp")
+		if out, err := exec.Command("go", "build", "-C", "bench/driver/clientcmp", "-o", filepath.Join(tmp, "clientcmp"), ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("build clientcmp: %v\n%s", err, out)
 		}
 	}
 	vegeta := ""
@@ -117,21 +127,32 @@ func run(args []string, stdout, stderr io.Writer) error {
 	loadBefore := loadAvg()
 	startedAt := time.Now()
 
-	tools := map[string]func(round int, d time.Duration) (measurement, error){
-		"wrk": func(round int, d time.Duration) (measurement, error) {
-			return runWrk(cfg, url, d)
+	runner := filepath.Join(tmp, "runner")
+	tools := map[string]func(d time.Duration) (measurement, error){
+		"wrk":      func(d time.Duration) (measurement, error) { return runWrk(cfg, url, d) },
+		"longhaul": func(d time.Duration) (measurement, error) { return runLonghaul(cfg, runner, url, d, nil) },
+		"vegeta":   func(d time.Duration) (measurement, error) { return runVegeta(cfg, vegeta, tmp, url, d) },
+		"longhaul-netconn": func(d time.Duration) (measurement, error) {
+			return runLonghaul(cfg, runner, url, d, []string{"LONGHAUL_DRIVER_NETCONN=1"})
 		},
-		"longhaul": func(round int, d time.Duration) (measurement, error) {
-			return runLonghaul(cfg, filepath.Join(tmp, "runner"), url, d)
-		},
-		"vegeta": func(round int, d time.Duration) (measurement, error) {
-			return runVegeta(cfg, vegeta, tmp, url, d)
-		},
+		"fasthttp": func(d time.Duration) (measurement, error) { return runClient(cfg, tmp, "fasthttp", url, d) },
+		"net/http": func(d time.Duration) (measurement, error) { return runClient(cfg, tmp, "nethttp", url, d) },
+	}
+	// After each wrk/longhaul pair, the reference tools, in rotating order.
+	var extras []string
+	if vegeta != "" {
+		extras = append(extras, "vegeta")
+	}
+	if cfg.netconn {
+		extras = append(extras, "longhaul-netconn")
+	}
+	if cfg.clients {
+		extras = append(extras, "fasthttp", "net/http")
 	}
 	// Warm up the target and the page cache; not recorded.
 	logf("warming up")
 	for _, t := range []string{"wrk", "longhaul"} {
-		if _, err := tools[t](0, 2*time.Second); err != nil {
+		if _, err := tools[t](2 * time.Second); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t, err)
 		}
 	}
@@ -141,11 +162,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if r%2 == 0 {
 			order = []string{"longhaul", "wrk"}
 		}
-		if vegeta != "" {
-			order = append(order, "vegeta")
+		for i := range extras {
+			order = append(order, extras[(i+r)%len(extras)])
 		}
 		for _, t := range order {
-			m, err := tools[t](r, cfg.duration)
+			m, err := tools[t](cfg.duration)
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, t, err)
 			}
@@ -154,7 +175,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			ms = append(ms, m)
 		}
 	}
-	report(stdout, cfg, ms, startedAt, loadBefore, loadAvg(), vegeta != "")
+	report(stdout, cfg, ms, startedAt, loadBefore, loadAvg(), append([]string{"wrk", "longhaul"}, extras...))
 	return nil
 }
 
@@ -188,8 +209,9 @@ func startTarget(bin, cpu string) (string, func(), error) {
 
 // pinned runs argv on the generator CPU and returns its stdout and the CPU
 // seconds (user + system) of its process.
-func pinned(cfg config, argv ...string) ([]byte, float64, error) {
+func pinned(cfg config, env []string, argv ...string) ([]byte, float64, error) {
 	cmd := exec.Command("taskset", append([]string{"-c", cfg.genCPU}, argv...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -206,7 +228,7 @@ func pinned(cfg config, argv ...string) ([]byte, float64, error) {
 var wrkRequests = regexp.MustCompile(`(\d+) requests in ([\d.]+)(us|ms|s|m)`)
 
 func runWrk(cfg config, url string, d time.Duration) (measurement, error) {
-	out, cpu, err := pinned(cfg, "wrk", "-t1", "-c"+strconv.Itoa(cfg.conns), "-d"+seconds(d), url)
+	out, cpu, err := pinned(cfg, nil, "wrk", "-t1", "-c"+strconv.Itoa(cfg.conns), "-d"+seconds(d), url)
 	if err != nil {
 		return measurement{}, err
 	}
@@ -223,8 +245,8 @@ func runWrk(cfg config, url string, d time.Duration) (measurement, error) {
 	return measurement{Requests: n, Seconds: v * unit, CPU: cpu}, nil
 }
 
-func runLonghaul(cfg config, runner, url string, d time.Duration) (measurement, error) {
-	out, cpu, err := pinned(cfg, runner, "-target", url, "-vus", strconv.Itoa(cfg.conns), "-duration", d.String(), "-window", "1s")
+func runLonghaul(cfg config, runner, url string, d time.Duration, env []string) (measurement, error) {
+	out, cpu, err := pinned(cfg, env, runner, "-target", url, "-vus", strconv.Itoa(cfg.conns), "-duration", d.String(), "-window", "1s")
 	if err != nil {
 		return measurement{}, err
 	}
@@ -250,7 +272,7 @@ func runVegeta(cfg config, vegeta, tmp, url string, d time.Duration) (measuremen
 		return measurement{}, err
 	}
 	c := strconv.Itoa(cfg.conns)
-	_, cpu, err := pinned(cfg, vegeta, "attack", "-targets", targets, "-rate", "0", "-workers", c, "-max-workers", c,
+	_, cpu, err := pinned(cfg, nil, vegeta, "attack", "-targets", targets, "-rate", "0", "-workers", c, "-max-workers", c,
 		"-max-connections", c, "-duration", d.String(), "-output", results)
 	if err != nil {
 		return measurement{}, err
@@ -275,6 +297,26 @@ func runVegeta(cfg config, vegeta, tmp, url string, d time.Duration) (measuremen
 	return measurement{Requests: rep.Requests, Seconds: float64(rep.Duration+rep.Wait) / 1e9, CPU: cpu}, nil
 }
 
+func runClient(cfg config, tmp, client, url string, d time.Duration) (measurement, error) {
+	out, cpu, err := pinned(cfg, nil, filepath.Join(tmp, "clientcmp"), "-client", client, "-target", url,
+		"-c", strconv.Itoa(cfg.conns), "-duration", d.String())
+	if err != nil {
+		return measurement{}, err
+	}
+	var s struct {
+		Requests int64   `json:"requests"`
+		Errors   int64   `json:"errors"`
+		Seconds  float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &s); err != nil {
+		return measurement{}, fmt.Errorf("cannot read clientcmp's output: %v\n%s", err, out)
+	}
+	if s.Errors > 0 {
+		return measurement{}, fmt.Errorf("%s saw %d errors", client, s.Errors)
+	}
+	return measurement{Requests: s.Requests, Seconds: s.Seconds, CPU: cpu}, nil
+}
+
 func seconds(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) + "s" }
 
 func median(xs []float64) float64 {
@@ -290,15 +332,28 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBefore, loadAfter string, withVegeta bool) {
+func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBefore, loadAfter string, tools []string) {
 	fmt.Fprintf(w, "# Driver cost: longhaul vs wrk (and vegeta)\n\n")
-	fmt.Fprintf(w, "Generated by `go run ./bench/driver/compare -rounds %d -duration %s` on %s.\n\n",
-		cfg.rounds, cfg.duration, started.UTC().Format("2006-01-02 15:04 MST"))
+	flags := ""
+	if cfg.clients {
+		flags += " -clients"
+	}
+	if cfg.netconn {
+		flags += " -netconn"
+	}
+	fmt.Fprintf(w, "Generated by `go run ./bench/driver/compare -rounds %d -duration %s%s` on %s.\n\n",
+		cfg.rounds, cfg.duration, flags, started.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "- Machine: %s, %d CPUs, Linux %s, %s\n", cpuModel(), runtime.NumCPU(), kernel(), runtime.Version())
 	fmt.Fprintf(w, "- Target: bench/driver/target (Go net/http, 40-byte JSON body) pinned to CPU %s\n", cfg.targetCPU)
 	fmt.Fprintf(w, "- Generators pinned to CPU %s, %d keep-alive connections each: `wrk -t1 -c%d`, "+
 		"bench/driver/runner (driver.Run, closed model, %d VUs, 1 s windows), `vegeta attack -rate 0 -max-workers %d -max-connections %d`\n",
 		cfg.genCPU, cfg.conns, cfg.conns, cfg.conns, cfg.conns, cfg.conns)
+	if cfg.netconn {
+		fmt.Fprintf(w, "- longhaul-netconn: the same runner with LONGHAUL_DRIVER_NETCONN=1 (the driver's client on net.Conn Read/Write instead of raw non-blocking syscalls)\n")
+	}
+	if cfg.clients {
+		fmt.Fprintf(w, "- fasthttp, net/http: bench/driver/clientcmp, a bare closed loop (%d goroutines, one connection each, every request timed) on fasthttp's HostClient or net/http's Client; no scenario, no histograms, no windows\n", cfg.conns)
+	}
 	fmt.Fprintf(w, "- CPU = user + system time of the generator's process (wait4 rusage) ÷ the requests it reports\n")
 	fmt.Fprintf(w, "- Load average before: %s; after: %s\n\n", loadBefore, loadAfter)
 
@@ -308,10 +363,6 @@ func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBe
 	}
 
 	fmt.Fprintf(w, "\n## Per tool (median over rounds)\n\n| tool | req/s | CPU µs/request |\n|---|---:|---:|\n")
-	tools := []string{"wrk", "longhaul"}
-	if withVegeta {
-		tools = append(tools, "vegeta")
-	}
 	byTool := map[string]map[int]measurement{}
 	for _, m := range ms {
 		if byTool[m.Tool] == nil {
