@@ -54,6 +54,10 @@ var cleanModels = []model{
 	}),
 	rampFree16,
 	rampFree64,
+	busy,
+	busy.with("demo on a machine at load 20, cache levelling off", func(m *model) {
+		m.cacheMin, m.cacheMax, m.cacheTauMin, m.cacheTauMax = 10<<20, 60<<20, 0.03, 0.2
+	}),
 }
 
 var rampFree16 = model{name: "ramp 1→16 VUs well below capacity", windows: 30, windowSec: 3, vus: 16, rampTo: 16, perVU: 120,
@@ -87,6 +91,10 @@ func TestAccuracyRampWithoutLimit(t *testing.T) {
 		t.Logf("%-55s %4d seeds, a limit reported on %d (%.1f %%)", tt.m.name, n, limits, 100*float64(limits)/float64(n))
 	}
 }
+
+// The bar's models on a machine as loaded as the one the real runs in
+// bench/accuracy met (load ≈ 20 on 2 cores).
+var busy = demo.with("demo on a machine at load 20", func(m *model) { m.logJitter = 0.5 })
 
 var longClean = demo.with("8-hour soak, 20 s windows", func(m *model) {
 	m.windows, m.windowSec, m.dt = 1440, 20, 1
@@ -242,6 +250,15 @@ func TestAccuracyFaults(t *testing.T) {
 				return nil
 			}), 1},
 		{demo.with("demo, no index, half the collapse speed", func(m *model) { m.noIndex = true; m.rowCostK = 8000 }), 1000,
+			wantKind(KindCollapse, Warning, func(f Finding) error {
+				if f.Evidence.Table != "items" {
+					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)
+				}
+				return nil
+			}), 1},
+		{busy.with("demo at load 20, DEMO_LEAK_BYTES=2048", func(m *model) { m.leakPerReq = 2048 }), 1000,
+			wantKind(KindLeak, Critical, nil), 1},
+		{busy.with("demo at load 20, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }), 1000,
 			wantKind(KindCollapse, Warning, func(f Finding) error {
 				if f.Evidence.Table != "items" {
 					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)

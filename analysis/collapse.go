@@ -17,7 +17,8 @@ import (
 //
 //   - A table that grew by MinRowGrowth and whose rows read per request
 //     (seq_tup_read + idx_tup_fetch per driver request) grew by
-//     MinReadIncrease, in step with its row count (Mann–Kendall, p ≤ Alpha)
+//     MinReadIncrease, in step with its row count (Mann–Kendall, p ≤
+//     ReadTrendAlpha)
 //     and in proportion to it (elasticity ≥ MinReadElasticity: a query that
 //     scans the table reads rows in proportion to its size, an indexed one
 //     does not, whatever the length of the run). Clean runs have no such
@@ -138,7 +139,7 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Before, ev.After, ev.Unit, ev.PValue = b.read0, b.read1, "rows read per request", 0
 		return Finding{
 			Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
-			Summary: fmt.Sprintf("throughput has not fallen measurably (%s → %s req/s), but as %s %s", fmtCount(r0), fmtCount(r1), grew, how),
+			Summary: fmt.Sprintf("throughput has not fallen measurably (%s → %s req/s), but as %s, %s", fmtCount(r0), fmtCount(r1), grew, how),
 		}, true, false
 	}
 	if !fell(o.MinThroughputDrop) && !rose(o.MinLatencyRise) {
@@ -269,7 +270,7 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		for k, j := range byRows {
 			ordered[k] = per[j]
 		}
-		if a.mannKendall(series{y: ordered}.binned(a.opts.MaxPoints).y).PUp > o.Alpha {
+		if a.mannKendall(series{y: ordered}.binned(a.opts.MaxPoints).y).PUp > o.ReadTrendAlpha {
 			continue
 		}
 		readRho := Spearman(per, rows)

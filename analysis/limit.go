@@ -43,7 +43,6 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	xmax := distinct[len(distinct)-1]
 
 	bestK, bestSSE := math.NaN(), math.Inf(1)
-	var bestA, bestB float64
 	for _, k := range distinct {
 		beyond := 0
 		for _, x := range pts.x {
@@ -54,9 +53,8 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 		if beyond < o.MinPointsBeyondKnee || xmax < o.MinOverKnee*k {
 			continue
 		}
-		a0, b0, sse := hockeyStick(pts.x, pts.y, k)
-		if sse < bestSSE {
-			bestK, bestSSE, bestA, bestB = k, sse, a0, b0
+		if sse := hockeyStick(pts.x, pts.y, k); sse < bestSSE {
+			bestK, bestSSE = k, sse
 		}
 	}
 	if math.IsNaN(bestK) {
@@ -78,10 +76,6 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	}
 	beyond = beyond.binned(a.opts.MaxPoints)
 	lat = lat.binned(a.opts.MaxPoints)
-	tl, ok := a.theilSen(beyond.x, beyond.y)
-	if !ok {
-		return Finding{}, false, false
-	}
 	// Flatness is the elasticity of throughput to concurrency beyond the
 	// knee: the Theil–Sen slope of log throughput against log level (1 for
 	// linear scaling, 0 for flat). Being a ratio of logs it needs no fitted
@@ -96,11 +90,9 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	if !ok || el.Slope > o.MaxElasticity {
 		return Finding{}, false, false
 	}
-	yk := bestA + bestB*k
-	gain := 0.0
-	if yk > 0 {
-		gain = tl.Slope * (xmax - k) / yk
-	}
+	// Throughput at the knee and at the top, on that line.
+	yk, ytop := math.Exp(el.At(math.Log(k))), math.Exp(el.At(math.Log(xmax)))
+	gain := ytop/yk - 1
 
 	// The fitted knee is where a straight line stops fitting; on a soft
 	// saturation curve it lies late. Report instead the lowest level where a
@@ -110,7 +102,7 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	knee := kneeAt(pts, 0.9*plateau, k)
 
 	first, last := inc.span(pts.pos[0], pts.pos[pts.len()-1])
-	ev := Evidence{FirstWindow: first, LastWindow: last, Before: plateau, After: plateau * (1 + gain), Unit: "req/s",
+	ev := Evidence{FirstWindow: first, LastWindow: last, Before: yk, After: ytop, Unit: "req/s",
 		Notes: map[string]float64{"knee": knee, "knee_fit": k, "level_min": distinct[0], "level_max": xmax,
 			"gain_beyond_knee": gain, "elasticity_beyond_knee": el.Slope}}
 	if dropped > 0 {
@@ -214,10 +206,10 @@ func unitSingular(u string) string {
 	return "request in flight"
 }
 
-// hockeyStick fits y = a + b·min(x, k) by least squares and returns a, b and
-// the sum of squared residuals. b is not allowed below 0 (a knee is where
-// growth stops, not where it starts).
-func hockeyStick(x, y []float64, k float64) (a, b, sse float64) {
+// hockeyStick fits y = a + b·min(x, k) by least squares and returns the sum
+// of squared residuals. b is not allowed below 0 (a knee is where growth
+// stops, not where it starts).
+func hockeyStick(x, y []float64, k float64) (sse float64) {
 	n := float64(len(x))
 	var mz, my float64
 	for i := range x {
@@ -232,13 +224,14 @@ func hockeyStick(x, y []float64, k float64) (a, b, sse float64) {
 		szz += dz * dz
 		szy += dz * (y[i] - my)
 	}
+	var b float64
 	if szz > 0 && szy > 0 {
 		b = szy / szz
 	}
-	a = my - b*mz
+	a := my - b*mz
 	for i := range x {
 		r := y[i] - a - b*math.Min(x[i], k)
 		sse += r * r
 	}
-	return a, b, sse
+	return sse
 }

@@ -36,8 +36,9 @@ const (
 	DefaultMaxPoints = 240
 )
 
-// LeakOptions tune the leak detector: a Mann–Kendall gate on the post-GC heap,
-// a Theil–Sen slope, a minimum growth, and a re-test of the last part of the
+// LeakOptions tune the leak detector: a Mann–Kendall gate (corrected for
+// serial correlation) on the post-GC heap against the requests served, a
+// Theil–Sen slope, a minimum growth, and a re-test of the last part of the
 // run so that a heap that grows and then levels off (caches warming) is not
 // called a leak.
 type LeakOptions struct {
@@ -83,9 +84,12 @@ type LeakOptions struct {
 	// (ratio ≈ 1); a cache that fills with time constant T/3 of a run of length
 	// T has a last-half ratio of 0.37, and one that fills in the first third ≈ 0.
 	MinTailSlopeRatio float64
-	// TailAlpha is the one-sided Mann–Kendall p-value the tail must reach when
-	// it has at least MinReadings readings. Default 0.05: the tail is half the
-	// data, and this test only confirms a trend already established.
+	// TailAlpha is the one-sided Mann–Kendall p-value (Hamed–Rao) the tail
+	// must reach when it has at least MinReadings readings. Default 0.01: a
+	// real leak's tail of a dozen readings reaches p < 0.0001, while a heap
+	// still settling slowly (JIT-compiled code, a cache nearly full) reached
+	// p ≈ 0.01–0.05 on simulated runs, more so when a slow second half
+	// stretches it over few requests.
 	TailAlpha float64
 }
 
@@ -150,6 +154,13 @@ type CollapseOptions struct {
 	// microseconds and explain nothing (an indexed list with LIMIT 20 reaches
 	// its 20 rows as the table fills at the start of a run).
 	MinReadIncrease float64
+	// ReadTrendAlpha is the one-sided Mann–Kendall p-value that a table's
+	// rows read per request, ordered by its row count, must reach to be
+	// blamed. Default 0.05: it is one of three gates (with MinReadElasticity
+	// and MinReadIncrease, which an indexed table does not come near), and
+	// the pg_stat flush moves up to a third of a window's reads into the next
+	// one, so a short run's trend is noisy.
+	ReadTrendAlpha float64
 	// MinCPURise: without a table to blame, a rise of the target's CPU per
 	// request by at least this fraction says the target itself slowed (warning);
 	// otherwise the fall is put down to interference (info). Default 0.5:
@@ -233,7 +244,7 @@ func DefaultOptions() Options {
 			NoteGrowthFraction:   0.10,
 			TailFraction:         0.5,
 			MinTailSlopeRatio:    0.5,
-			TailAlpha:            0.05,
+			TailAlpha:            0.01,
 		},
 		Collapse: CollapseOptions{
 			MinWindows:            8,
@@ -248,6 +259,7 @@ func DefaultOptions() Options {
 			SteadyTolerance:       0.10,
 			MinRowGrowth:          0.10,
 			MinReadElasticity:     0.5,
+			ReadTrendAlpha:        0.05,
 			MinReadIncrease:       20,
 			MinCPURise:            0.5,
 		},
@@ -304,6 +316,7 @@ func (o Options) withDefaults() Options {
 	def(&c.SteadyTolerance, dc.SteadyTolerance)
 	def(&c.MinRowGrowth, dc.MinRowGrowth)
 	def(&c.MinReadElasticity, dc.MinReadElasticity)
+	def(&c.ReadTrendAlpha, dc.ReadTrendAlpha)
 	def(&c.MinReadIncrease, dc.MinReadIncrease)
 	def(&c.MinCPURise, dc.MinCPURise)
 

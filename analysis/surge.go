@@ -13,7 +13,8 @@ import (
 // start + MinRise) with at least MinErrors errors: critical when the
 // per-window rates also trend up (Mann–Kendall p ≤ Alpha), else a warning. A
 // burst that recovered before the end — the worst block of max(3, n/10)
-// consecutive windows after the first quarter — is a warning when it reaches
+// consecutive windows after the first quarter, widened over the neighbouring
+// windows that are as bad — is a warning when it reaches
 // max(Factor × start, start + BurstMinRise).
 //
 // Requests in flight when the run stopped ("interrupted") are neither errors

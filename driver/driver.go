@@ -515,7 +515,9 @@ func (r *run) close(idx int, start, end time.Time) window.Window {
 	if r.open {
 		w.VUs = int(r.busy.Load())
 	} else {
-		w.VUs = int(r.active.Load())
+		// What the ramp allows at the window's end (the active count a
+		// collector running late would read may already be the next one's).
+		w.VUs = min(int(math.Round(w.Target)), r.numVUs)
 	}
 	r.log.Debug("window", "index", idx, "requests", w.Requests, "errors", w.Errors.Total(), "dropped", w.Dropped, "rps", w.RPS)
 	return w

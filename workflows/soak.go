@@ -154,7 +154,9 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 	if s.st.HostQueue == "" {
 		info := workflow.GetInfo(ctx)
 		begin := activities.BeginInput{RunID: s.in.RunID, Name: s.in.Name, Scenario: s.in.Scenario, WorkflowID: info.WorkflowExecution.ID}
-		_ = begin
+		if err := workflow.ExecuteActivity(general, a.Begin, begin).Get(ctx, nil); err != nil {
+			return SoakResult{}, err
+		}
 		if err := workflow.ExecuteActivity(general, a.HostQueue).Get(ctx, &s.st.HostQueue); err != nil {
 			return SoakResult{}, err
 		}

@@ -74,12 +74,17 @@ run_variant() {
 		p50=$(awk '$1=="50%" {print $2}' <<<"$out")
 		p99=$(awk '$1=="99%" {print $2}' <<<"$out")
 		errs=$(awk '/Non-2xx/ {print $5}' <<<"$out")
+		# (this count is the only Seq Scan on items a clean run shows: one per window)
 		rows=$(psql -d "$db" -c 'SELECT count(*) FROM items')
 		heap=$(post_gc_heap "$base")
 		printf '%6d %10s %10s %10s %10s %12s %14.1f\n' "$i" "$rps" "$(to_ms "$p50")" "$(to_ms "$p99")" "${errs:-0}" "$rows" "$(awk -v h="$heap" 'BEGIN{print h/1e6}')"
 		[[ -n $t0_rps ]] || t0_rps=$rps
 	done
 	echo "last/first window throughput: $(awk -v a="$rps" -v b="$t0_rps" 'BEGIN{printf "%.2f", a/b}')"
+	echo "pg_stat_user_tables (the evidence the collapse finding reads):"
+	psql -d "$db" -F $'\t' -P footer=off -c 'SELECT relname, n_live_tup, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables ORDER BY relname' |
+		awk -F'\t' 'BEGIN {printf "  %-10s %10s %10s %14s %10s\n", "table", "live_rows", "seq_scan", "seq_tup_read", "idx_scan"}
+			{printf "  %-10s %10s %10s %14s %10s\n", $1, $2, $3, $4, $5}'
 	kill "$target_pid"
 	wait "$target_pid" 2>/dev/null || true
 	target_pid=

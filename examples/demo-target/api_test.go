@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -40,9 +41,18 @@ func newAPIClient(t testing.TB, st store) *apiClient {
 }
 
 // do sends a request with an optional JSON body (string or value) and bearer
-// token, and returns the status and body.
+// token, and returns the status and body; it fails the test on transport errors.
 func (c *apiClient) do(method, path, token string, body any) (int, []byte) {
 	c.t.Helper()
+	code, out, err := c.send(method, path, token, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return code, out
+}
+
+// send is do for any goroutine: it returns transport errors.
+func (c *apiClient) send(method, path, token string, body any) (int, []byte, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -51,27 +61,27 @@ func (c *apiClient) do(method, path, token string, body any) (int, []byte) {
 	default:
 		js, err := json.Marshal(b)
 		if err != nil {
-			c.t.Fatal(err)
+			return 0, nil, err
 		}
 		rd = bytes.NewReader(js)
 	}
 	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
-		c.t.Fatal(err)
+		return 0, nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatalf("%s %s: read body: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, out, nil
 }
 
 // mustDo is do with an expected status; it decodes a JSON answer into v (if not nil).
@@ -363,6 +373,51 @@ func testAPI(t *testing.T, newStore func(t *testing.T) store) {
 					t.Errorf("%s %s: got %d, want 400 (body %s)", tt.method, tt.path, got, body)
 				}
 			})
+		}
+	})
+
+	t.Run("concurrent mix", func(t *testing.T) {
+		// Writers and readers at once: no request may fail with 500 (SQLite's
+		// single writer must queue, not answer SQLITE_BUSY).
+		c := newAPIClient(t, newStore(t))
+		token, _ := c.signUp("alice")
+		const workers, ops = 8, 40
+		errs := make(chan string, workers*ops)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < ops; i++ {
+					var got, want int
+					var body []byte
+					var err error
+					switch i % 4 {
+					case 0:
+						got, body, err = c.send("POST", "/items", token, fmt.Sprintf(`{"bucket":%d,"title":"c"}`, w))
+						want = http.StatusCreated
+					case 1:
+						got, body, err = c.send("POST", "/items/batch", token, `{"items":[{"bucket":1},{"bucket":2}]}`)
+						want = http.StatusCreated
+					case 2:
+						got, body, err = c.send("GET", fmt.Sprintf("/items?bucket=%d", w), token, nil)
+						want = http.StatusOK
+					case 3:
+						got, body, err = c.send("PUT", "/items/1", token, `{"title":"u"}`)
+						want = http.StatusOK
+					}
+					if err != nil {
+						errs <- err.Error()
+					} else if got != want {
+						errs <- fmt.Sprintf("worker %d op %d: status %d, want %d: %s", w, i, got, want, body)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
 		}
 	})
 
