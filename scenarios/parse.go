@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -51,7 +52,14 @@ func LoadFile(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, Errors{{File: path, Msg: "cannot read: " + unwrapPathError(err)}}
 	}
-	return Parse(data, path)
+	s, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(filepath.Dir(path)); err == nil {
+		s.ResolvePaths(abs)
+	}
+	return s, nil
 }
 
 func unwrapPathError(err error) string {

@@ -533,6 +533,9 @@ func (v *validator) validateProbes() {
 	if in := h.Inspector; in != nil {
 		if in.Host == "" {
 			in.Host = DefaultInspectorHost
+		} else if !IsLoopbackHost(in.Host) {
+			// The inspector can run any code in the target: only ever talk to it on loopback.
+			v.errf(hp("inspector", "host"), "heap.inspector.host must be a loopback address (127.0.0.1, ::1, localhost), got %q", in.Host)
 		}
 		if in.Port == 0 && !v.has("probes", "heap", "inspector", "port") {
 			in.Port = DefaultInspectorPort
