@@ -188,19 +188,23 @@ type Prober interface {
 // ProberFactory starts the probes of one drive on env.
 type ProberFactory func(ctx context.Context, env Environment, spec scenarios.Probes) (Prober, error)
 
-// Analyzer turns a run's windows into findings.
+// Analyzer turns a run's windows into findings. warmup is the scenario's
+// load.warmup: windows that start within it of an incarnation's start are
+// not representative.
 type Analyzer interface {
-	Analyze(ws []window.Window) []analysis.Finding
+	Analyze(ws []window.Window, warmup time.Duration) []analysis.Finding
 }
 
 // AnalyzerFunc adapts a function to Analyzer.
-type AnalyzerFunc func(ws []window.Window) []analysis.Finding
+type AnalyzerFunc func(ws []window.Window, warmup time.Duration) []analysis.Finding
 
 // Analyze calls f.
-func (f AnalyzerFunc) Analyze(ws []window.Window) []analysis.Finding { return f(ws) }
+func (f AnalyzerFunc) Analyze(ws []window.Window, warmup time.Duration) []analysis.Finding {
+	return f(ws, warmup)
+}
 
 // NoFindings is the placeholder analyser: it finds nothing.
-var NoFindings Analyzer = AnalyzerFunc(func([]window.Window) []analysis.Finding { return nil })
+var NoFindings Analyzer = AnalyzerFunc(func([]window.Window, time.Duration) []analysis.Finding { return nil })
 
 // Activities are the soak's activities. Store, Provisioner and Driver are
 // required; the other fields have defaults. An Activities is safe for
@@ -408,11 +412,15 @@ type AnalyzeResult struct {
 
 // Analyze reads the run's windows, runs the analyser and stores its findings.
 func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResult, error) {
+	s, _, err := a.scenario(ctx, in.RunID, Overrides{})
+	if err != nil {
+		return AnalyzeResult{}, err
+	}
 	ws, err := a.Store.Windows(ctx, in.RunID, store.AllWindows)
 	if err != nil {
 		return AnalyzeResult{}, fmt.Errorf("analyze run %s: read windows: %w", in.RunID, err)
 	}
-	fs := a.analyzer().Analyze(ws)
+	fs := a.analyzer().Analyze(ws, s.Load.Warmup.D())
 	if err := a.Store.PutFindings(ctx, in.RunID, fs); err != nil {
 		return AnalyzeResult{}, fmt.Errorf("analyze run %s: store findings: %w", in.RunID, err)
 	}

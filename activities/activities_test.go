@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -145,10 +146,12 @@ func TestBadScenarioIsNotRetried(t *testing.T) {
 
 func TestAnalyzeStoresFindings(t *testing.T) {
 	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: strings.Replace(hello, "ops:", "load: {warmup: 5s}\nops:", 1)})
 	_ = st.PutWindow(context.Background(), window.Window{RunID: "r1", Incarnation: 1, Index: 0, Requests: 10, OK: 10})
 	var seen int
-	a := &activities.Activities{Store: st, Analyzer: activities.AnalyzerFunc(func(ws []window.Window) []analysis.Finding {
-		seen = len(ws)
+	var warm time.Duration
+	a := &activities.Activities{Store: st, Analyzer: activities.AnalyzerFunc(func(ws []window.Window, warmup time.Duration) []analysis.Finding {
+		seen, warm = len(ws), warmup
 		return []analysis.Finding{{Kind: analysis.KindLeak, Severity: analysis.Critical}, {Kind: analysis.KindMissingEvidence, Severity: analysis.Info}}
 	})}
 	env := newEnv(a)
@@ -163,8 +166,8 @@ func TestAnalyzeStoresFindings(t *testing.T) {
 	if want := (activities.AnalyzeResult{Findings: 2, Critical: 1}); got != want {
 		t.Errorf("result = %+v, want %+v", got, want)
 	}
-	if seen != 1 {
-		t.Errorf("analyser saw %d windows, want 1", seen)
+	if seen != 1 || warm != 5*time.Second {
+		t.Errorf("analyser saw %d windows with warm-up %s, want 1 with 5s", seen, warm)
 	}
 	fs, _ := st.Findings(context.Background(), "r1")
 	if len(fs) != 2 {

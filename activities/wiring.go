@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -65,7 +66,8 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 	}
 }
 
-// Findings is the real Analyzer: analysis.Analyze with its default options.
-var Findings Analyzer = AnalyzerFunc(func(ws []window.Window) []analysis.Finding {
-	return analysis.Analyze(ws, analysis.Options{}).Findings
+// Findings is the real Analyzer: analysis.Analyze with its default options
+// and the scenario's warm-up.
+var Findings Analyzer = AnalyzerFunc(func(ws []window.Window, warmup time.Duration) []analysis.Finding {
+	return analysis.Analyze(ws, analysis.Options{Warmup: warmup}).Findings
 })

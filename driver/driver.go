@@ -20,8 +20,8 @@
 //   - Open model (Load.Rate, Load.MaxVUs): iterations start on a fixed
 //     schedule whatever the target does. Latency is timed from the intended
 //     start, so a stalled target shows up in it (coordinated omission); a
-//     start that finds all MaxVUs busy is counted in Window.Dropped and never
-//     queued.
+//     start that finds all MaxVUs busy (in an iteration, its think time, or
+//     still in setup) is counted in Window.Dropped and never queued.
 //
 // Both follow Load.Stages: the VU count or the rate moves linearly from one
 // stage's target to the next.

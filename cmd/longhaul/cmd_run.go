@@ -87,6 +87,8 @@ type soakPlan struct {
 	window    time.Duration
 	targetEnv map[string]string
 	format    report.Format
+	// detachNote is printed when the user detaches (a second Ctrl-C).
+	detachNote string
 }
 
 // planSoak validates the command line and the scenario.
@@ -243,6 +245,10 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		}
 		return nil
 	}
+	p.detachNote = fmt.Sprintf("run %s goes on (longhaul report %s)", run.ID, run.ID)
+	if f.temporal == "" {
+		p.detachNote = fmt.Sprintf("run %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", run.ID, dataDir)
+	}
 	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.duration, p.window, where)
 	return a.follow(ctx, c, st, wr, run.ID, p)
 }
@@ -288,7 +294,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 		case <-a.interrupts:
 			if cancelled {
 				progress.Clear()
-				fmt.Fprintf(a.stderr, "longhaul: detached; run %s goes on (longhaul report %s)\n", runID, runID)
+				fmt.Fprintf(a.stderr, "longhaul: detached; %s\n", p.detachNote)
 				return errSilent{exitFailed}
 			}
 			cancelled = true

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -200,7 +202,30 @@ func (s *fixedLatencyServer) percentileMs(p float64) float64 {
 	return float64(h.ValueAtQuantile(p)) / 1000
 }
 
+// The driver's percentiles match what a 10 ms server took, within 1 ms.
+// The server runs in this process and a loaded machine delays goroutines
+// now and then, so the timing check gets up to three attempts; the counting
+// checks must hold on every one.
 func TestDriveFixedLatency(t *testing.T) {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		misses := driveFixedLatency(t)
+		if len(misses) == 0 {
+			return
+		}
+		if attempt == attempts {
+			for _, m := range misses {
+				t.Error(m)
+			}
+			return
+		}
+		t.Logf("attempt %d: %s; trying again", attempt, strings.Join(misses, "; "))
+	}
+}
+
+// driveFixedLatency runs one drive against a fresh 10 ms server, checks the
+// counts and returns the percentiles that were more than 1 ms off.
+func driveFixedLatency(t *testing.T) (misses []string) {
 	srv := newFixedLatencyServer(t)
 	dsn := filepath.Join(t.TempDir(), "results.db")
 	r := runLonghaul(t, runOpts{}, "drive", "--scenario", writeScenario(t, helloScenario), "--target", srv.URL,
@@ -232,12 +257,10 @@ func TestDriveFixedLatency(t *testing.T) {
 	}{{"p50", 50}, {"p90", 90}} {
 		got, want := summary.LatencyMs[p.key], srv.percentileMs(p.q)
 		if got < want || got > want+1 {
-			t.Errorf("%s = %.3f ms; the server took %.3f ms: want within 1 ms above it", p.key, got, want)
+			misses = append(misses, fmt.Sprintf("%s = %.3f ms; the server took %.3f ms: want within 1 ms above it", p.key, got, want))
 		}
 	}
-	if got := summary.LatencyMs["p50"]; got < 10 || got > 11.5 {
-		t.Logf("note: p50 %.3f ms for a 10 ms server (a loaded machine oversleeps)", got)
-	}
+	return misses
 }
 
 // hijack closes the connection without a response; with linger 0 the peer
@@ -520,5 +543,25 @@ func TestDataDir(t *testing.T) {
 		if got, err := a.storeDSN(tt.f); got != tt.want || err != nil {
 			t.Errorf("storeDSN(%+v) = %q, %v; want %q", tt.f, got, err, tt.want)
 		}
+	}
+}
+
+// --store takes a PostgreSQL URL as well as a SQLite file.
+func TestDrivePostgresStore(t *testing.T) {
+	dsn := pgtest.Start(t)
+	srv := newFixedLatencyServer(t)
+	r := runLonghaul(t, runOpts{}, "drive", "--scenario", writeScenario(t, helloScenario), "--target", srv.URL,
+		"--duration", "1s", "--window", "500ms", "--vus", "2", "--format", "json", "--store", dsn)
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	windows, summary := parseNDJSON(t, r.stdout)
+	run, stored := storedWindows(t, dsn)
+	if run.Status != store.Completed || len(stored) != len(windows) {
+		t.Errorf("stored run %s with %d windows; want completed with %d", run.Status, len(stored), len(windows))
+	}
+	checkCounts(t, stored, summary)
+	if !strings.Contains(r.stderr, "postgres://postgres@") {
+		t.Errorf("stderr %q does not name the store", r.stderr)
 	}
 }
