@@ -38,6 +38,11 @@
 // transport; interrupted for requests still in flight when the run stopped
 // that did not finish within Load.Timeout. A target that misbehaves is
 // measured, never a reason for the driver to fail.
+//
+// Latencies are recorded for every response, whatever its status, and for
+// timeouts (as the time waited); refused, reset, other and interrupted
+// requests are counted but have no latency, which would only flatter the
+// percentiles.
 package driver
 
 import (
@@ -80,7 +85,9 @@ type Options struct {
 	Target *url.URL
 	Plan   *scenarios.Plan
 	// Load is the effective load (the caller applies flag overrides). A zero
-	// Duration runs until ctx is cancelled; a zero Timeout means DefaultTimeout.
+	// Duration runs until ctx is cancelled; a zero Timeout means
+	// DefaultTimeout. Warmup is not acted on here: warm-up windows are
+	// ordinary windows, which analysis may leave out.
 	Load scenarios.Load
 
 	RunID       string

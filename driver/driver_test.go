@@ -697,3 +697,26 @@ func TestLiveMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestRampOpen(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	// The rate goes 0 → 200/s over 1 s: the integral gives 25 starts in the
+	// first 500 ms window and 75 in the second.
+	load := scenarios.Load{Rate: 0, MaxVUs: 20, Duration: ms(1000), Window: ms(500), Timeout: ms(1000),
+		Stages: []scenarios.Stage{{Duration: ms(1000), Target: 200}}}
+	ws, _ := drive(t, context.Background(), Options{Target: mustURL(t, srv.URL), Plan: compile(t, helloYAML), Load: load})
+	checkInvariants(t, ws, 0, 500*time.Millisecond)
+	if len(ws) != 2 {
+		t.Fatalf("%d windows, want 2", len(ws))
+	}
+	for i, want := range []int64{25, 75} {
+		w := ws[i]
+		if got := w.Requests + w.Dropped; got < want-3 || got > want+3 {
+			t.Errorf("window %d: %d starts (requests %d + dropped %d), want %d", i, got, w.Requests, w.Dropped, want)
+		}
+		if wantT := float64(100 * (i + 1)); w.Target < wantT-2 || w.Target > wantT+2 {
+			t.Errorf("window %d: target rate %.1f, want %.0f", i, w.Target, wantT)
+		}
+	}
+}

@@ -16,11 +16,11 @@ import (
 // callers need not check whether output is a terminal. Safe for concurrent
 // use.
 type Progress struct {
-	mu    sync.Mutex
-	out   io.Writer
-	start time.Time
-	total time.Duration // 0: unknown (runs until stopped)
-	width int           // of the whole line, in columns
+	mu      sync.Mutex
+	out     io.Writer
+	start   time.Time
+	total   time.Duration // 0: unknown (runs until stopped)
+	width   int           // of the whole line, in columns
 	now     func() time.Time
 	shown   bool
 	stopped bool

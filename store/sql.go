@@ -27,10 +27,10 @@ var _ Store = (*sqlStore)(nil)
 
 const windowColumns = `run_id, incarnation, idx, start_ns, end_ns, gap, requests, ok, errors, dropped, rps,
 	p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, vus,
-	cpu_us_per_request, rss_bytes, heap_bytes, rows_read_per_request, doc, histogram, op_histograms`
+	cpu_us_per_request, rss_bytes, heap_bytes, rows_read_per_request, doc, histogram, ops, op_histograms`
 
 const upsertWindow = `INSERT INTO windows (` + windowColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, NULL)
 ON CONFLICT (run_id, incarnation, idx) DO UPDATE SET
 	start_ns = excluded.start_ns, end_ns = excluded.end_ns, gap = excluded.gap,
 	requests = excluded.requests, ok = excluded.ok, errors = excluded.errors, dropped = excluded.dropped,
@@ -38,7 +38,7 @@ ON CONFLICT (run_id, incarnation, idx) DO UPDATE SET
 	p99_ms = excluded.p99_ms, p999_ms = excluded.p999_ms, max_ms = excluded.max_ms, vus = excluded.vus,
 	cpu_us_per_request = excluded.cpu_us_per_request, rss_bytes = excluded.rss_bytes,
 	heap_bytes = excluded.heap_bytes, rows_read_per_request = excluded.rows_read_per_request,
-	doc = excluded.doc, histogram = excluded.histogram, op_histograms = excluded.op_histograms`
+	doc = excluded.doc, histogram = excluded.histogram, ops = excluded.ops, op_histograms = NULL`
 
 func (s *sqlStore) prepare(ctx context.Context) error {
 	st, err := s.w.PrepareContext(ctx, s.d.rebind(upsertWindow))
@@ -211,7 +211,7 @@ func (s *sqlStore) PutWindow(ctx context.Context, w window.Window) error {
 		w.Requests, w.OK, w.Errors.Total(), w.Dropped, w.RPS,
 		l.P50, l.P90, l.P95, l.P99, l.P999, l.Max, w.VUs,
 		nullable(p.CPUMicrosPerRequest), nullable(p.RSSBytes), nullable(p.HeapBytes), rowsRead,
-		string(doc), nullBytes(w.Histogram), encodeOpHistograms(w.Ops))
+		string(doc), nullBytes(w.Histogram), encodeOps(w.Ops))
 	if err != nil {
 		if isForeignKeyViolation(err) {
 			return fmt.Errorf("put window %s/%d/%d: run %w (PutRun first)", w.RunID, w.Incarnation, w.Index, ErrNotFound)
@@ -222,7 +222,7 @@ func (s *sqlStore) PutWindow(ctx context.Context, w window.Window) error {
 }
 
 func (s *sqlStore) Windows(ctx context.Context, runID string, q WindowQuery) ([]window.Window, error) {
-	query := `SELECT start_ns, end_ns, doc, histogram, op_histograms FROM windows WHERE run_id = $1 AND idx >= $2`
+	query := `SELECT start_ns, end_ns, doc, histogram, ops, op_histograms FROM windows WHERE run_id = $1 AND idx >= $2`
 	args := []any{runID, q.FromIndex}
 	if q.Incarnation >= 0 {
 		query += ` AND incarnation = $3`
@@ -240,20 +240,20 @@ func (s *sqlStore) Windows(ctx context.Context, runID string, q WindowQuery) ([]
 			start, end int64
 			doc        []byte
 			hist, ops  []byte
+			opsV1      []byte
 		)
-		if err := rows.Scan(&start, &end, &doc, &hist, &ops); err != nil {
+		if err := rows.Scan(&start, &end, &doc, &hist, &ops, &opsV1); err != nil {
 			return nil, fmt.Errorf("read windows of run %s: %w", runID, err)
 		}
-		var w window.Window
-		if err := json.Unmarshal(doc, &w); err != nil {
-			return nil, fmt.Errorf("read windows of run %s: decode window: %w", runID, err)
+		// The ops come from the binary blob; the document's copy of them
+		// is only skipped over, which is most of the decoding saved.
+		w, err := decodeWindow(doc, ops, opsV1)
+		if err != nil {
+			return nil, fmt.Errorf("read windows of run %s: %w", runID, err)
 		}
 		w.Start, w.End = fromNanos(start), fromNanos(end)
 		if len(hist) > 0 {
 			w.Histogram = hist
-		}
-		if w.Ops, err = decodeOpHistograms(ops, w.Ops); err != nil {
-			return nil, fmt.Errorf("read windows of run %s: window %d/%d: %w", runID, w.Incarnation, w.Index, err)
 		}
 		ws = append(ws, w)
 	}
@@ -261,6 +261,40 @@ func (s *sqlStore) Windows(ctx context.Context, runID string, q WindowQuery) ([]
 		return nil, fmt.Errorf("read windows of run %s: %w", runID, err)
 	}
 	return ws, nil
+}
+
+// windowDoc reads a window's JSON document without its ops: the Ops field
+// here shadows the embedded Window.Ops, so encoding/json only scans them.
+type windowDoc struct {
+	window.Window
+	Ops json.RawMessage `json:"ops"`
+}
+
+// decodeWindow rebuilds a window from its row: the document, and the ops
+// blob (schema 2) or, for rows written under schema 1, the ops in the
+// document plus the op_histograms blob.
+func decodeWindow(doc, ops, opsV1 []byte) (window.Window, error) {
+	if len(ops) == 0 {
+		var w window.Window
+		if err := json.Unmarshal(doc, &w); err != nil {
+			return w, fmt.Errorf("decode window: %w", err)
+		}
+		var err error
+		if w.Ops, err = decodeOpHistograms(opsV1, w.Ops); err != nil {
+			return w, fmt.Errorf("window %d/%d: %w", w.Incarnation, w.Index, err)
+		}
+		return w, nil
+	}
+	var d windowDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return d.Window, fmt.Errorf("decode window: %w", err)
+	}
+	w := d.Window
+	var err error
+	if w.Ops, err = decodeOps(ops); err != nil {
+		return w, fmt.Errorf("window %d/%d: %w", w.Incarnation, w.Index, err)
+	}
+	return w, nil
 }
 
 // --- findings

@@ -579,3 +579,30 @@ func TestOpenBadDSN(t *testing.T) {
 		}
 	}
 }
+
+// Windows written under schema 1 (ops in the document, op histograms in
+// op_histograms, no ops blob) read back whole after the upgrade.
+func TestSQLiteSchema1RowsReadBack(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "l.db")
+	s := openDSN(t, dsn)
+	mustPutRun(t, s, newRun("r1", t0))
+	want := newWindow(t, "r1", 0, 0)
+	if err := s.PutWindow(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE windows SET ops = NULL, op_histograms = ?`, store.EncodeOpHistogramsV1(want.Ops)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Windows(context.Background(), "r1", store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Errorf("schema-1 row read back as %+v, want %+v", got, want)
+	}
+}
