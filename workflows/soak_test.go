@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
@@ -38,13 +41,19 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, windows int) *fixture {
+	return newFixtureWith(t, windows, &activitiestest.Store{}, &activitiestest.Provisioner{})
+}
+
+// newFixtureWith shares a store and provisioner with another fixture (a
+// continued-as-new run sees what the first one left).
+func newFixtureWith(t *testing.T, windows int, st *activitiestest.Store, prov *activitiestest.Provisioner) *fixture {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(nil)
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	f := &fixture{
 		env:   suite.NewTestWorkflowEnvironment(),
-		store: &activitiestest.Store{},
-		prov:  &activitiestest.Provisioner{},
+		store: st,
+		prov:  prov,
 		drv:   &activitiestest.Driver{},
 	}
 	f.in = SoakInput{RunID: "r1", Name: "hello", Scenario: helloYAML, Duration: time.Duration(windows) * time.Second, Window: time.Second}
@@ -345,5 +354,46 @@ func TestDriveHeartbeatTimeout(t *testing.T) {
 		if got := DriveHeartbeatTimeout(tt.window); got != tt.want {
 			t.Errorf("DriveHeartbeatTimeout(%s) = %s, want %s", tt.window, got, tt.want)
 		}
+	}
+}
+
+// TestSoakContinueAsNew: when the server suggests it, the soak continues as
+// new with its state (host queue, incarnation, environment, next window) and
+// without tearing down; the next run picks up from there and finishes.
+func TestSoakContinueAsNew(t *testing.T) {
+	f := newFixture(t, 4)
+	f.env.SetContinueAsNewSuggested(true)
+	f.env.ExecuteWorkflow(WorkflowName, f.in)
+	var cont *workflow.ContinueAsNewError
+	if err := f.env.GetWorkflowError(); !errors.As(err, &cont) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	var next SoakInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(cont.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Resume == nil || next.Resume.HostQueue != "longhaul-host-test" || next.Resume.Incarnation != 1 ||
+		next.Resume.Env == nil || next.Resume.Env.ID != "r1-1" || next.Scenario != "" {
+		t.Fatalf("continued with %+v (resume %+v), want the state and no scenario", next, next.Resume)
+	}
+	if len(f.prov.TornDown) != 0 {
+		t.Errorf("torn down %v before continuing as new", f.prov.TornDown)
+	}
+
+	// The next run, on fresh history, drives and finishes.
+	g := newFixtureWith(t, 4, f.store, f.prov)
+	g.in = next
+	res, err := g.run()
+	if err != nil {
+		t.Fatalf("continued run: %v", err)
+	}
+	if res.Status != store.Completed || res.Windows != 4 || res.Incarnations != 1 {
+		t.Errorf("result = %+v, want completed, 4 windows, 1 incarnation", res)
+	}
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want {
+		t.Errorf("provisioned = %s, want %s (the environment carries over)", got, want)
+	}
+	if got, want := strings.Join(f.prov.TornDown, ","), "r1-1"; got != want {
+		t.Errorf("torn down = %s, want %s", got, want)
 	}
 }
