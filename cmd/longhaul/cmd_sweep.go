@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -19,9 +18,8 @@ import (
 // directories. The store says which runs are still running.
 func (a *app) sweepCmd() *cobra.Command {
 	var (
-		all     bool
-		dataDir string
-		dsn     string
+		all bool
+		sf  storeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep [--all] [--store DSN] [--data DIR]",
@@ -35,12 +33,13 @@ asking the store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if dataDir == "" {
-				dataDir = provision.DefaultDataDir()
+			dataDir, err := a.dataDir(sf.data)
+			if err != nil {
+				return badInput{err}
 			}
 			isRunning := func(string) bool { return false }
 			if !all {
-				st, err := openSweepStore(ctx, dsn, dataDir, a.getenv)
+				st, err := a.openSweepStore(ctx, sf)
 				if err != nil {
 					return err
 				}
@@ -58,22 +57,18 @@ asking the store.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&all, "all", false, "remove every longhaul resource, running or not, without asking the store")
-	f.StringVar(&dsn, "store", "", "result store (SQLite file or postgres:// DSN) that says which runs are running (default $LONGHAUL_STORE, else longhaul.db in the data directory)")
-	f.StringVar(&dataDir, "data", "", "data directory holding the local provider's state (default $XDG_DATA_HOME/longhaul or ~/.local/share/longhaul)")
+	sf.register(f)
 	return cmd
 }
 
 // openSweepStore opens the store that says which runs are running. It
 // refuses a default SQLite file that does not exist: an empty store would
 // call every run over and sweep everything.
-func openSweepStore(ctx context.Context, dsn, dataDir string, getenv func(string) string) (store.Store, error) {
-	explicit := dsn != ""
-	if dsn == "" {
-		dsn = getenv("LONGHAUL_STORE")
-		explicit = dsn != ""
-	}
-	if dsn == "" {
-		dsn = filepath.Join(dataDir, "longhaul.db")
+func (a *app) openSweepStore(ctx context.Context, f storeFlags) (store.Store, error) {
+	explicit := f.store != "" || a.getenv("LONGHAUL_STORE") != ""
+	dsn, err := a.storeDSN(f)
+	if err != nil {
+		return nil, badInput{err}
 	}
 	if !store.IsPostgres(dsn) {
 		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {

@@ -24,7 +24,7 @@ type storeFlags struct {
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.data, "data", "", "data directory (default $XDG_DATA_HOME/longhaul or ~/.local/share/longhaul)")
-	fs.StringVar(&f.store, "store", "", "result store: a SQLite file or a postgres:// URL (default DATA/"+DefaultStoreFile+")")
+	fs.StringVar(&f.store, "store", "", "result store: a SQLite file or a postgres:// URL (default $LONGHAUL_STORE, else DATA/"+DefaultStoreFile+")")
 }
 
 // dataDir resolves the data directory: dir when set, else
@@ -43,10 +43,14 @@ func (a *app) dataDir(dir string) (string, error) {
 	return "", errors.New("no data directory: set --data DIR, $XDG_DATA_HOME or $HOME")
 }
 
-// storeDSN resolves the store: --store when set, else DATA/longhaul.db.
+// storeDSN resolves the store: --store when set, else $LONGHAUL_STORE, else
+// DATA/longhaul.db.
 func (a *app) storeDSN(f storeFlags) (string, error) {
 	if f.store != "" {
 		return f.store, nil
+	}
+	if env := a.getenv("LONGHAUL_STORE"); env != "" {
+		return env, nil
 	}
 	dir, err := a.dataDir(f.data)
 	if err != nil {
