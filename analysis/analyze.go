@@ -353,20 +353,28 @@ func (s *series) add(x, y float64, pos int) {
 func (s series) len() int { return len(s.y) }
 
 // binned returns s cut into at most maxPoints consecutive bins, each replaced
-// by the median of its x and y. Short series are returned as they are.
+// by the median of its x and y (and the position of its first point). Short
+// series are returned as they are. A series may carry y alone (x and pos
+// nil); so does its binned copy.
 func (s series) binned(maxPoints int) series {
 	n := s.len()
 	if n <= maxPoints {
 		return s
 	}
-	out := series{x: make([]float64, 0, maxPoints), y: make([]float64, 0, maxPoints), pos: make([]int, 0, maxPoints)}
+	hasX, hasPos := len(s.x) == n, len(s.pos) == n
+	var out series
 	buf := make([]float64, 0, n/maxPoints+2)
 	for b := 0; b < maxPoints; b++ {
 		lo, hi := b*n/maxPoints, (b+1)*n/maxPoints
-		buf = append(buf[:0], s.x[lo:hi]...)
-		x := medianInPlace(buf)
 		buf = append(buf[:0], s.y[lo:hi]...)
-		out.add(x, medianInPlace(buf), s.pos[lo])
+		out.y = append(out.y, medianInPlace(buf))
+		if hasX {
+			buf = append(buf[:0], s.x[lo:hi]...)
+			out.x = append(out.x, medianInPlace(buf))
+		}
+		if hasPos {
+			out.pos = append(out.pos, s.pos[lo])
+		}
 	}
 	return out
 }

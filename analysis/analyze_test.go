@@ -337,6 +337,38 @@ func TestCollapseNamesTheTable(t *testing.T) {
 	}
 }
 
+// An 8-hour soak of 1,440 windows with a 64-byte leak and an unindexed table
+// slow enough to cost a third of the throughput: both found, on series long
+// enough to be binned.
+func TestLongSoak(t *testing.T) {
+	m := longClean.with("8 hours, leak and no index", func(m *model) { m.leakPerReq, m.noIndex, m.rowCostK = 64, true, 4e6 })
+	for _, seed := range []uint64{1, 2, 3} {
+		res := Analyze(m.generate(seed), DefaultOptions())
+		if err := wantKind(KindLeak, Critical, nil)(res); err != nil {
+			t.Errorf("seed %d: %v", seed, err)
+		}
+		if f, ok := find(res, KindCollapse); !ok || f.Evidence.Table != "items" || f.Severity.Rank() < Warning.Rank() {
+			t.Errorf("seed %d: want a collapse naming items; got %s", seed, describe(res))
+		}
+	}
+}
+
+func TestSeriesBinned(t *testing.T) {
+	var s series
+	for i := 0; i < 10; i++ {
+		s.add(float64(i), float64(10*i), i)
+	}
+	got := s.binned(5)
+	want := series{x: []float64{0.5, 2.5, 4.5, 6.5, 8.5}, y: []float64{5, 25, 45, 65, 85}, pos: []int{0, 2, 4, 6, 8}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("binned = %+v, want %+v", got, want)
+	}
+	yOnly := series{y: s.y}.binned(5)
+	if !slices.Equal(yOnly.y, want.y) || yOnly.x != nil || yOnly.pos != nil {
+		t.Errorf("binned y-only series = %+v, want y %v and no x or pos", yOnly, want.y)
+	}
+}
+
 func TestResultHelpers(t *testing.T) {
 	res := Result{Findings: []Finding{{Kind: KindMissingEvidence, Severity: Info}, {Kind: KindLeak, Severity: Warning}}}
 	if got := res.Worst(); got != Warning {

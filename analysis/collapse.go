@@ -282,7 +282,8 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 				logs.add(math.Log(rows[k]), math.Log(per[k]), k)
 			}
 		}
-		el, ok := a.theilSen(logs.binned(a.opts.MaxPoints).x, logs.binned(a.opts.MaxPoints).y)
+		lb := logs.binned(a.opts.MaxPoints)
+		el, ok := a.theilSen(lb.x, lb.y)
 		if !ok || el.Slope < o.MinReadElasticity {
 			continue
 		}
@@ -302,7 +303,7 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		for k := range rows {
 			rowsK[k] = rows[k] / 1000
 		}
-		bs := series{x: rowsK, y: effect, pos: make([]int, n)}.binned(a.opts.MaxPoints)
+		bs := series{x: rowsK, y: effect}.binned(a.opts.MaxPoints)
 		if l, ok := a.theilSen(bs.x, bs.y); ok {
 			b.slope = l.Slope
 			b.slopeUnit = "req/s per 1k rows"

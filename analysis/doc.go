@@ -21,9 +21,20 @@
 // one (a heap that levelled off, a slowdown the target's own CPU and database
 // figures do not explain).
 //
+// Evidence.Notes carries the other figures, by key: for a leak "readings",
+// "forced_gc_readings", "requests", "growth_bytes", "tail_growth_bytes",
+// "tail_slope_ratio", "tail_p_value"; for a collapse "rps_before"/"rps_after",
+// "p50_ms_before"/"p50_ms_after", "rows_before"/"rows_after",
+// "rows_read_per_request_before"/"_after", "read_rows_elasticity",
+// "read_rows_correlation", "seq_share", "cpu_us_per_request_before"/"_after";
+// for an error surge "errors", "errors_<class>" (the dominant one),
+// "dominant_class_share"; for a throughput limit "knee", "knee_fit",
+// "level_min", "level_max", "elasticity_beyond_knee", "gain_beyond_knee",
+// "p50_ms_at_knee", "p50_ms_at_max", "dropped_beyond_knee".
+//
 // How each detector decides is documented on its tunables in LeakOptions,
 // CollapseOptions, ErrorSurgeOptions and ThroughputLimitOptions; the
-// statistics (TheilSen, MannKendall, Spearman, Median, Quantile) are exported
-// for other analyses. The package is pure: no I/O, no clock, no globals beyond
+// statistics (TheilSen, MannKendall, MannKendallHamedRao, Spearman, Median,
+// Quantile) are exported for other analyses. The package is pure: no I/O, no clock, no globals beyond
 // a lazily built table of exact Mann–Kendall probabilities.
 package analysis

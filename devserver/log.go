@@ -25,6 +25,12 @@ var benign = []string{
 	"HTTP API port has not been set",
 }
 
+// benignErrors are errors the services report about each other while they
+// start up (they connect before the frontend is serving, then retry).
+var benignErrors = []string{
+	"Frontend is not healthy yet",
+}
+
 var _ log.Logger = serverLogger{}
 var _ log.WithLogger = serverLogger{}
 
@@ -44,7 +50,15 @@ func (s serverLogger) log(level slog.Level, msg string, tags []tag.Tag) {
 	}
 	attrs := make([]slog.Attr, 0, len(tags))
 	for _, t := range tags {
-		attrs = append(attrs, slog.Any(t.Key(), tagValue(t)))
+		v := tagValue(t)
+		if str, ok := v.(string); ok {
+			for _, b := range benignErrors {
+				if strings.Contains(str, b) {
+					return
+				}
+			}
+		}
+		attrs = append(attrs, slog.Any(t.Key(), v))
 	}
 	s.l.LogAttrs(ctx, level, msg, attrs...)
 }

@@ -20,6 +20,7 @@ func TestServerLogger(t *testing.T) {
 	l.Debug("debug line")
 	l.Warn("HTTP API port has not been set. Nexus HTTP endpoints will not be available.")
 	l.With(tag.NewStringTag("service", "history")).Warn("shard lost", tag.Error(errors.New("boom")))
+	l.Warn("error creating sdk client", tag.Error(errors.New("failed reaching server: Frontend is not healthy yet")))
 	stopping.Store(true)
 	l.Error("Not enough hosts to serve the request")
 
@@ -29,7 +30,7 @@ func TestServerLogger(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, got)
 		}
 	}
-	for _, not := range []string{"chatty", "debug line", "HTTP API port", "Not enough hosts"} {
+	for _, not := range []string{"chatty", "debug line", "HTTP API port", "Not enough hosts", "not healthy yet"} {
 		if strings.Contains(got, not) {
 			t.Errorf("log has %q, which should be dropped:\n%s", not, got)
 		}

@@ -24,7 +24,10 @@ func (a *app) workerCmd() *cobra.Command {
 		Long: `Worker polls the general task queue and this host's queue of a Temporal
 cluster: it runs soaks' workflows and the activities of environments placed on
 this host. Every worker of a cluster must share one store (--store, or
-$LONGHAUL_STORE; PostgreSQL for workers on several hosts).`,
+$LONGHAUL_STORE; PostgreSQL for workers on several hosts).
+
+The host queue is longhaul-host-HOSTNAME, so a worker restarted on the same
+host takes over the environments there; $LONGHAUL_HOST_QUEUE overrides it.`,
 		Example: `  longhaul worker --temporal temporal.internal:7233 --store postgres://longhaul@db/longhaul`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

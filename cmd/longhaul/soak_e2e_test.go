@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if soakTargetPath != "" {
+		os.RemoveAll(filepath.Dir(soakTargetPath))
+	}
+	os.Exit(code)
 }
 
 var (
