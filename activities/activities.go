@@ -112,6 +112,10 @@ type ProvisionRequest struct {
 	Provider string
 	// ExtraEnv is added to (and overrides) Spec.Target.Env.
 	ExtraEnv map[string]string
+	// Publish lists more target ports the probes reach from this host (a
+	// Node.js inspector's); a container provider publishes them on
+	// 127.0.0.1 and reports where in Environment.Ports.
+	Publish []int
 }
 
 // Environment is a provisioned environment as the workflow carries it: the
@@ -128,6 +132,10 @@ type Environment struct {
 	PID         int    `json:"pid,omitempty"`
 	ContainerID string `json:"container_id,omitempty"`
 	DatabaseURL string `json:"database_url,omitempty"`
+	// Ports maps each published target port (ProvisionRequest.Publish) to
+	// its 127.0.0.1 port on this host; nil when the target's ports are this
+	// host's (a local process).
+	Ports map[int]int `json:"ports,omitempty"`
 	// Raw is the provisioner's full description, as JSON.
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
@@ -359,7 +367,7 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 	}
 	env, err := a.Provisioner.Provision(ctx, ProvisionRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, Spec: s.Environment,
-		Provider: in.Provider, ExtraEnv: in.TargetEnv,
+		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes),
 	})
 	if err != nil {
 		if env.ID != "" {
@@ -442,7 +450,9 @@ type Overrides struct {
 	Window   time.Duration
 }
 
-// scenario reads the run and parses its scenario, with overrides applied.
+// scenario reads the run and parses its scenario, with overrides applied and
+// the environment's relative paths resolved against the scenario file's
+// directory recorded with the run (not this worker's working directory).
 func (a *Activities) scenario(ctx context.Context, runID string, o Overrides) (*scenarios.Scenario, store.Run, error) {
 	run, err := a.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -456,6 +466,7 @@ func (a *Activities) scenario(ctx context.Context, runID string, o Overrides) (*
 		return nil, run, temporal.NewNonRetryableApplicationError(
 			"scenario of run "+runID+": "+strings.ReplaceAll(err.Error(), "\n", "; "), ErrTypeBadScenario, nil)
 	}
+	s.ResolvePaths(run.ScenarioDir)
 	if o.Duration > 0 {
 		s.Load.Duration = scenarios.Duration(o.Duration)
 	}

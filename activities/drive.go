@@ -130,7 +130,9 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	sink := func(w window.Window) error {
 		w.RunID, w.Incarnation = in.RunID, in.Incarnation
 		if prober != nil {
-			prober.Sample(ctx, &w)
+			// Not cut short by cancellation either: the last window of a
+			// cancelled drive gets its readings too (Sample bounds its own time).
+			prober.Sample(context.WithoutCancel(ctx), &w)
 		}
 		// The commit must not be cut short by cancellation: a window the
 		// driver closed is measured data.

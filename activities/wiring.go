@@ -51,9 +51,25 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 }
 
 // ServerProbes is the real ProberFactory: package probes on the
-// environment's target process or container and database.
+// environment's target process or container and database. After each
+// window's readings it records the probes that are failing in
+// window.Window.ProbeFailures, so the run report can say why a reading is
+// missing; the sampler itself logs each failing probe once.
+//
+// A container's Node.js inspector: probes.heap.inspector.port names the
+// port inside the container. Activities.Provision asks the provider to
+// publish it on 127.0.0.1 (PublishedPorts) and the probe talks to the
+// published port (Environment.Ports). If it was not published the inspector
+// probe is left out and every window says so.
 func ServerProbes(logger *slog.Logger) ProberFactory {
+	if logger == nil {
+		logger = slog.Default()
+	}
 	return func(ctx context.Context, env Environment, spec scenarios.Probes) (Prober, error) {
+		spec, unpublished := inspectorOnHost(env, spec)
+		if unpublished != nil {
+			logger.Warn("probe unavailable", "probe", unpublished.Probe, "err", unpublished.Error)
+		}
 		s, err := probes.New(probes.Config{
 			Spec: spec, TargetURL: env.TargetURL, PID: env.PID, ContainerID: env.ContainerID,
 			DatabaseURL: env.DatabaseURL, Logger: logger,
@@ -62,9 +78,84 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
 		s.Start(ctx)
-		return s, nil
+		p := &serverProber{s: s}
+		if unpublished != nil {
+			p.static = []window.ProbeFailure{*unpublished}
+		}
+		return p, nil
 	}
 }
+
+// PublishedPorts lists the target ports the probes in spec reach from the
+// worker's host: the Node.js inspector's, when spec reads the heap through
+// it. Activities.Provision passes them to the provider (ProvisionRequest.Publish).
+func PublishedPorts(spec scenarios.Probes) []int {
+	if spec.Heap == nil || spec.Heap.Inspector == nil {
+		return nil
+	}
+	return []int{inspectorPort(spec.Heap.Inspector)}
+}
+
+func inspectorPort(in *scenarios.Inspector) int {
+	if in.Port == 0 {
+		return probes.DefaultInspectorPort
+	}
+	return in.Port
+}
+
+// inspectorOnHost points a container target's inspector probe at the port
+// it is published on. When the environment did not publish it, the probe is
+// dropped and the failure to record in every window is returned.
+func inspectorOnHost(env Environment, spec scenarios.Probes) (scenarios.Probes, *window.ProbeFailure) {
+	if env.ContainerID == "" || spec.Heap == nil || spec.Heap.Inspector == nil {
+		return spec, nil
+	}
+	heap := *spec.Heap // the scenario's own values stay as they are
+	in := *heap.Inspector
+	port := inspectorPort(&in)
+	hostPort, ok := env.Ports[port]
+	if ok {
+		in.Host, in.Port = "127.0.0.1", hostPort
+		heap.Inspector = &in
+		spec.Heap = &heap
+		return spec, nil
+	}
+	heap.Inspector = nil
+	spec.Heap = &heap
+	if heap.Metric == nil && heap.GCHook == nil {
+		spec.Heap = nil
+	}
+	return spec, &window.ProbeFailure{
+		Probe: probes.ProbeInspector,
+		Error: fmt.Sprintf("port %d of container %s is not published on this host (the provider ignored the request to publish it)", port, shortContainerID(env.ContainerID)),
+	}
+}
+
+func shortContainerID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// serverProber is a probes.Sampler that also records failing probes in
+// each window.
+type serverProber struct {
+	s      *probes.Sampler
+	static []window.ProbeFailure // failures known at start that last the whole drive
+}
+
+var _ Prober = (*serverProber)(nil)
+
+func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
+	p.s.Sample(ctx, w)
+	for _, pr := range p.s.Problems() {
+		w.ProbeFailures = append(w.ProbeFailures, window.ProbeFailure{Probe: pr.Probe, Error: pr.Message})
+	}
+	w.ProbeFailures = append(w.ProbeFailures, p.static...)
+}
+
+func (p *serverProber) Close() error { return p.s.Close() }
 
 // Findings is the real Analyzer: analysis.Analyze with its default options
 // and the scenario's warm-up.

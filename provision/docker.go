@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"sort"
@@ -317,6 +318,21 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		timeout = DefaultHealthTimeout
 	}
 	portSpec := strconv.Itoa(port) + "/tcp"
+	exposed := []string{portSpec}
+	bindings := loopbackBinding(portSpec)
+	var extra []string
+	for _, p := range req.Publish {
+		if p < 1 || p > 65535 {
+			return env, fmt.Errorf("%w: port %d to publish: want 1..65535", ErrInvalidSpec, p)
+		}
+		ps := strconv.Itoa(p) + "/tcp"
+		if _, dup := bindings[network.MustParsePort(ps)]; dup {
+			continue
+		}
+		maps.Copy(bindings, loopbackBinding(ps))
+		exposed = append(exposed, ps)
+		extra = append(extra, ps)
+	}
 	var ready wait.Strategy = wait.ForListeningPort(portSpec).SkipInternalCheck().WithStartupTimeout(timeout)
 	if t.Health != "" {
 		ready = wait.ForHTTP(t.Health).WithPort(portSpec).WithForcedIPv4LocalHost().
@@ -328,9 +344,9 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		testcontainers.WithEnv(envMap),
 		testcontainers.WithLabels(labels),
 		tcnetwork.WithNetworkName([]string{"target"}, netName),
-		testcontainers.WithExposedPorts(portSpec),
+		testcontainers.WithExposedPorts(exposed...),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.PortBindings = loopbackBinding(portSpec)
+			hc.PortBindings = bindings
 			hc.Resources = limits
 		}),
 		testcontainers.WithWaitStrategyAndDeadline(timeout+10*time.Second, ready),
@@ -359,6 +375,17 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		return env, fmt.Errorf("start target: mapped port: %w", err)
 	}
 	env.TargetURL = "http://127.0.0.1:" + strconv.Itoa(int(mapped.Num()))
+	for _, ps := range extra {
+		m, err := ctr.MappedPort(ctx, ps)
+		if err != nil {
+			return env, fmt.Errorf("start target: mapped port of %s: %w", ps, err)
+		}
+		if env.Ports == nil {
+			env.Ports = map[int]int{}
+		}
+		cp, _ := strconv.Atoi(strings.TrimSuffix(ps, "/tcp"))
+		env.Ports[cp] = int(m.Num())
+	}
 	log.Info("target ready", "url", env.TargetURL, "container", shortID(env.Target.ContainerID))
 	return env, nil
 }

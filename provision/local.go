@@ -96,7 +96,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		}
 	}()
 
-	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation}
+	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation, EnvDir: envDir}
 	if kind == "postgres" {
 		db, err := l.startPostgres(ctx, env.ID, envDir, spec.Database, func(p Process) {
 			env.Database = &DatabaseEndpoint{Kind: "postgres", Process: p}
@@ -117,7 +117,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		if dir == "" {
 			dir = t.Dir
 		}
-		if err := runBuild(ctx, b.Command, dir, filepath.Join(envDir, "build.log"), log); err != nil {
+		if err := runBuild(ctx, b.Command, dir, envDir, log); err != nil {
 			return env, err
 		}
 	}
@@ -325,9 +325,17 @@ func writeState(dir string, env Environment) error {
 	return nil
 }
 
-// runBuild runs command with sh -c in dir, its output in logPath; on failure
-// the error carries the last 20 lines.
-func runBuild(ctx context.Context, command, dir, logPath string, log interface{ Info(string, ...any) }) error {
+// EnvDirVar names, in the environment of target.build.command, the
+// environment's own directory (local provider): build output written there,
+// e.g. `go build -o "$LONGHAUL_ENV_DIR/api"`, is removed at teardown and
+// found by target.command as {{.EnvDir}}/api.
+const EnvDirVar = "LONGHAUL_ENV_DIR"
+
+// runBuild runs command with sh -c in dir, with EnvDirVar set to envDir and
+// its output in envDir/build.log; on failure the error carries the last 20
+// lines.
+func runBuild(ctx context.Context, command, dir, envDir string, log interface{ Info(string, ...any) }) error {
+	logPath := filepath.Join(envDir, "build.log")
 	out, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("build target: %w", err)
@@ -335,6 +343,7 @@ func runBuild(ctx context.Context, command, dir, logPath string, log interface{ 
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), EnvDirVar+"="+envDir)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -124,6 +125,34 @@ func TestLocalTargetUpAndDown(t *testing.T) {
 	if err := l.Teardown(ctx, elsewhere); err == nil || !strings.Contains(err.Error(), "lives on host some-other-host") {
 		t.Errorf("Teardown of another host's environment = %v, want a refusal naming the host", err)
 	}
+}
+
+// TestLocalBuildIntoEnvDir: the build writes its output into the
+// environment's directory ($LONGHAUL_ENV_DIR), target.command finds it there
+// ({{.EnvDir}}), and teardown removes it with the directory.
+func TestLocalBuildIntoEnvDir(t *testing.T) {
+	l, data := newTestLocal(t)
+	ctx := testContext(t, time.Minute)
+	spec := localSpec(t, map[string]string{"BUILT_IN": "{{.EnvDir}}"})
+	spec.Target.Build = &scenarios.Build{Command: fmt.Sprintf(`cp %q "$%s/api"`, targetBinary(t), EnvDirVar), Dir: t.TempDir()}
+	spec.Target.Command = []string{"{{.EnvDir}}/api"}
+	env, err := l.Provision(ctx, Request{RunID: "local-envdir", Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Teardown(context.Background(), env) })
+
+	envDir := filepath.Join(data, "provision", env.ID)
+	if got := get(t, env.TargetURL+"/env/BUILT_IN"); got != envDir {
+		t.Errorf("{{.EnvDir}} = %q, want %q", got, envDir)
+	}
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", env.Target.PID)); err != nil || exe != filepath.Join(envDir, "api") {
+		t.Errorf("target runs %q (%v), want the build output %s", exe, err, filepath.Join(envDir, "api"))
+	}
+	if err := l.Teardown(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, env)
 }
 
 func TestLocalWithPostgres(t *testing.T) {

@@ -93,7 +93,7 @@ func (c *chooser) Provision(ctx context.Context, req Request) (Environment, erro
 		if err != nil {
 			return Environment{}, err
 		}
-		return d.Provision(ctx, req)
+		return d.Provision(ctx, dockerRequest(req))
 	}
 	// auto
 	d, err := c.dockerProvider(ctx)
@@ -101,7 +101,7 @@ func (c *chooser) Provision(ctx context.Context, req Request) (Environment, erro
 		err = d.Available(ctx, req.Spec)
 	}
 	if err == nil {
-		env, perr := d.Provision(ctx, req)
+		env, perr := d.Provision(ctx, dockerRequest(req))
 		env.Notes = append([]string{"provider auto chose docker"}, env.Notes...)
 		return env, perr
 	}
@@ -144,6 +144,18 @@ func (c *chooser) Check(ctx context.Context, env Environment) error {
 		return d.Check(ctx, env)
 	}
 	return fmt.Errorf("check %s: unknown provider %q", env.ID, env.Provider)
+}
+
+// dockerRequest is req as the docker provider must see it. A spec written
+// for both providers (provider auto, or local run with --provider docker)
+// has target.command for the local provider: the argv of a process on this
+// host, which would be wrong as the container's command. Only a spec whose
+// own provider is docker makes target.command the container's command.
+func dockerRequest(req Request) Request {
+	if req.Spec.Provider != "docker" {
+		req.Spec.Target.Command = nil
+	}
+	return req
 }
 
 // Sweep sweeps local state and, when an engine answers, docker resources.

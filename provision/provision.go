@@ -27,23 +27,32 @@
 // never provisioned ("url": Check is a TCP connect). "auto" is docker when an
 // engine answers (checked once, cached) and the images are present or
 // pullable, else local when the spec has a target.command; the choice is
-// recorded in Environment.Provider, and Teardown/Check dispatch on it.
+// recorded in Environment.Provider, and Teardown/Check dispatch on it. So one
+// spec can describe both ways: target.image for docker, target.build.command
+// and target.command for local. In such a spec target.command is the local
+// argv; it overrides the image's command only when the spec's own provider
+// is docker.
 //
 // # Local provider
 //
-// The build command runs with sh -c in build.dir; the target runs in its own
-// process group on 127.0.0.1 (a free port in $PORT unless target.port is
-// fixed), with stdout/stderr in a log file, never a pipe: a pipe would break
-// (SIGPIPE) when the worker dies. Each environment has a state directory,
-// Options.DataDir/provision/<env id>/, holding environment.json, so a worker
-// restarted on the same host can Check and reuse the environment, and Sweep
-// finds the leftovers of runs that are over. Every process longhaul starts
-// carries LONGHAUL_ENV_ID in its environment: teardown kills the target's
-// process group and every process carrying the marker (children that left
-// the group included), and a recycled PID is never mistaken for the target.
-// database: {kind: postgres} starts a private cluster (initdb + postgres from
-// the newest /usr/lib/postgresql/*/bin) in a temp dir on a free loopback port;
-// as root, it runs as the postgres user, since PostgreSQL refuses root.
+// The build command runs with sh -c in build.dir, with $LONGHAUL_ENV_DIR
+// (EnvDirVar) naming the environment's own directory: output built there
+// (`go build -o "$LONGHAUL_ENV_DIR/api"`) is found by target.command as
+// {{.EnvDir}}/api and removed at teardown, so nothing is written into the
+// source tree and concurrent runs do not share a binary. The target runs in
+// its own process group on 127.0.0.1 (a free port in $PORT unless
+// target.port is fixed), with stdout/stderr in a log file, never a pipe: a
+// pipe would break (SIGPIPE) when the worker dies. Each environment has a
+// state directory, Options.DataDir/provision/<env id>/, holding
+// environment.json, so a worker restarted on the same host can Check and
+// reuse the environment, and Sweep finds the leftovers of runs that are
+// over. Every process longhaul starts carries LONGHAUL_ENV_ID in its
+// environment: teardown kills the target's process group and every process
+// carrying the marker (children that left the group included), and a
+// recycled PID is never mistaken for the target. database: {kind: postgres}
+// starts a private cluster (initdb + postgres from the newest
+// /usr/lib/postgresql/*/bin) in a temp dir on a free loopback port; as root,
+// it runs as the postgres user, since PostgreSQL refuses root.
 //
 // # Docker provider and the Ryuk policy
 //
@@ -90,6 +99,12 @@ type Request struct {
 	Provider string
 	// ExtraEnv is added to (and overrides) Spec.Target.Env.
 	ExtraEnv map[string]string
+	// Publish lists more ports of the target to reach from this host, such
+	// as a Node.js inspector's (probes.heap.inspector.port). The docker
+	// provider publishes each container port on a random 127.0.0.1 port and
+	// records it in Environment.Ports; the local provider ignores it (a local
+	// target's ports are this host's).
+	Publish []int `json:"publish,omitempty"`
 	// LookupEnv resolves ${env:NAME} in the spec; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool) `json:"-"`
 }
@@ -110,6 +125,10 @@ type Environment struct {
 	Target Process `json:"target"`
 
 	Database *DatabaseEndpoint `json:"database,omitempty"`
+
+	// Ports maps each Request.Publish container port to the 127.0.0.1 port
+	// it is published on (docker provider; nil for local targets).
+	Ports map[int]int `json:"ports,omitempty"`
 
 	// Network is the docker network of the run (docker provider).
 	Network string `json:"network,omitempty"`

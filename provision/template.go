@@ -10,11 +10,15 @@ import (
 )
 
 // templateData is what target.env values and target.command arguments may
-// refer to: {{.Port}}, {{.Database.URL}}, {{.RunID}}, {{.Incarnation}}.
+// refer to: {{.Port}}, {{.Database.URL}}, {{.RunID}}, {{.Incarnation}},
+// {{.EnvDir}}.
 type templateData struct {
 	Port        int
 	RunID       string
 	Incarnation int
+	// EnvDir is the environment's own directory (local provider; "" for
+	// docker), removed at teardown; the build sees it as $LONGHAUL_ENV_DIR.
+	EnvDir string
 	// Database is nil when no database was provisioned, so {{.Database.URL}}
 	// fails loudly instead of rendering an empty DSN.
 	Database *templateDB

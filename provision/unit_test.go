@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,6 +68,7 @@ func TestRender(t *testing.T) {
 		{"database", "{{.Database.URL}}", templateData{Database: db}, db.URL, ""},
 		{"secret", "Bearer ${env:TOKEN}", templateData{}, "Bearer s3cr{{et}}", ""},
 		{"run", "{{.RunID}}/{{.Incarnation}}", templateData{RunID: "r1", Incarnation: 2}, "r1/2", ""},
+		{"env dir", "{{.EnvDir}}/api", templateData{EnvDir: "/data/provision/r1-1"}, "/data/provision/r1-1/api", ""},
 		{"unset env", "${env:NOPE}", templateData{}, "", "${env:NOPE} is not set"},
 		{"no database", "{{.Database.URL}}", templateData{}, "", "database.kind is none"},
 		{"bad template", "{{.Port", templateData{}, "", "x:"},
@@ -289,4 +291,33 @@ func gitT(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TestDockerRequest: target.command is the container's command only in a
+// spec whose own provider is docker; in an auto (or local) spec it is the
+// local provider's argv and the container runs the image's own command.
+func TestDockerRequest(t *testing.T) {
+	tests := []struct {
+		specProvider string
+		want         []string
+	}{
+		{"docker", []string{"serve", "--fast"}},
+		{"auto", nil},
+		{"local", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		t.Run("provider "+tt.specProvider, func(t *testing.T) {
+			cmd := []string{"serve", "--fast"}
+			req := Request{Provider: "docker", Spec: scenarios.Environment{Provider: tt.specProvider,
+				Target: scenarios.Target{Image: "api:1", Command: cmd}}}
+			got := dockerRequest(req).Spec.Target.Command
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("container command = %q, want %q", got, tt.want)
+			}
+			if len(req.Spec.Target.Command) != 2 {
+				t.Errorf("dockerRequest changed the caller's spec: %q", req.Spec.Target.Command)
+			}
+		})
+	}
 }

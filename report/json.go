@@ -61,6 +61,8 @@ type WindowObject struct {
 	Skipped     int64          `json:"skipped,omitempty"`
 	Gap         bool           `json:"gap,omitempty"`
 	Probes      *window.Probes `json:"probes,omitempty"`
+	// ProbeFailures: the probes failing when the window closed, and why.
+	ProbeFailures []window.ProbeFailure `json:"probe_failures,omitempty"`
 }
 
 // OpObject is the JSON shape of one op in a window or summary.
@@ -96,6 +98,7 @@ func WindowJSON(w window.Window) WindowObject {
 		Requests: w.Requests, Errors: w.Errors, Dropped: w.Dropped,
 		RPS: round3(w.RPS), LatencyMs: w.LatencyMs, Ops: opsJSON(w.Ops),
 		Incarnation: w.Incarnation, Skipped: w.Skipped, Gap: w.Gap,
+		ProbeFailures: w.ProbeFailures,
 	}
 	if w.Probes != (window.Probes{}) {
 		p := w.Probes

@@ -23,6 +23,8 @@ type RunReport struct {
 	Windows  []window.Window
 	Summary  window.Summary
 	Findings []analysis.Finding
+	// ProbeProblems sums up the windows' probe failures (ProbeProblems).
+	ProbeProblems []ProbeProblem
 }
 
 // NewRunReport assembles a report, summarising ws with window.Merge.
@@ -31,11 +33,12 @@ func NewRunReport(r store.Run, ws []window.Window, fs []analysis.Finding) (RunRe
 	if err != nil {
 		return RunReport{}, fmt.Errorf("summarise run %s: %w", r.ID, err)
 	}
-	return RunReport{Run: r, Windows: ws, Summary: s, Findings: fs}, nil
+	return RunReport{Run: r, Windows: ws, Summary: s, Findings: fs, ProbeProblems: ProbeProblems(ws)}, nil
 }
 
 // WriteRunText prints a run: its header (id, name, kind, status and reason,
-// target, times), one line per window, the summary table and the findings.
+// target, times), one line per window, the summary table, the probe
+// problems (if any) and the findings.
 func WriteRunText(out io.Writer, rep RunReport) error {
 	b := bufio.NewWriter(out)
 	r := rep.Run
@@ -68,6 +71,7 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	fmt.Fprintln(b)
 	writeSummary(b, rep.Summary)
 	fmt.Fprintln(b)
+	WriteProbeProblems(b, rep.ProbeProblems)
 	WriteFindings(b, rep.Findings)
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write run report: %w", err)
@@ -76,7 +80,8 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 }
 
 // WriteRunJSON prints a run as NDJSON: a {"type":"run"} object, the windows
-// and the summary exactly as JSONWriter prints them, then one
+// and the summary exactly as JSONWriter prints them, one
+// {"type":"probe_problem"} object per ProbeProblem, then one
 // {"type":"finding"} object per finding.
 func WriteRunJSON(out io.Writer, rep RunReport) error {
 	j := NewJSON(out)
@@ -90,6 +95,11 @@ func WriteRunJSON(out io.Writer, rep RunReport) error {
 	}
 	if err := j.Summary(rep.Summary); err != nil {
 		return err
+	}
+	for _, p := range rep.ProbeProblems {
+		if err := j.write(probeProblemObject{Type: "probe_problem", ProbeProblem: p}); err != nil {
+			return err
+		}
 	}
 	for _, f := range rep.Findings {
 		if err := j.write(findingObject{Type: "finding", Finding: f}); err != nil {
@@ -107,6 +117,11 @@ type runObject struct {
 type findingObject struct {
 	Type string `json:"type"`
 	analysis.Finding
+}
+
+type probeProblemObject struct {
+	Type string `json:"type"`
+	ProbeProblem
 }
 
 // WriteFindings prints findings, most severe first (stable otherwise), as

@@ -134,8 +134,10 @@ type Target struct {
 	// Build: a command run in a directory (local provider) or a Dockerfile at a
 	// git ref (docker provider).
 	Build *Build `yaml:"build" json:"build,omitempty"`
-	// Command is the argv of the target process (local provider) or overrides
-	// the image's command (docker provider).
+	// Command is the argv of the target process (local provider). With
+	// provider docker it overrides the image's command; in an auto spec it is
+	// the local provider's only. Arguments are templates like Env's, plus
+	// {{.EnvDir}}, the environment's own directory (local provider).
 	Command []string `yaml:"command" json:"command,omitempty"`
 	// Dir is the working directory of Command (local provider).
 	Dir string `yaml:"dir" json:"dir,omitempty"`
@@ -156,7 +158,9 @@ type Target struct {
 
 // Build says how to build the target.
 type Build struct {
-	// Command is a shell command run in Dir (local provider).
+	// Command is a shell command run in Dir (local provider), with
+	// $LONGHAUL_ENV_DIR naming the environment's own directory: build output
+	// written there is removed at teardown.
 	Command string `yaml:"command" json:"command,omitempty"`
 	Dir     string `yaml:"dir" json:"dir,omitempty"`
 	// Repo, Ref, Dockerfile, Context: build a Dockerfile from a git ref

@@ -115,6 +115,11 @@ var migrations = []migration{
 		// makes Windows about twice as fast (see BenchmarkWindows1440).
 		`ALTER TABLE windows ADD COLUMN ops {{BLOB}}`,
 	}},
+	{3, "runs.scenario_dir: the scenario file's directory", []string{
+		// Workers resolve the scenario's relative paths (target.dir,
+		// build.dir, a local build.repo) against it, not their own cwd.
+		`ALTER TABLE runs ADD COLUMN scenario_dir TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -80,22 +80,23 @@ func (s *sqlStore) PutRun(ctx context.Context, r Run) error {
 	// ON CONFLICT ... DO UPDATE, not REPLACE: a REPLACE deletes the row first,
 	// which would cascade to the run's windows.
 	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO runs
-		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (id) DO UPDATE SET
 			name = excluded.name, kind = excluded.kind, status = excluded.status, reason = excluded.reason,
 			scenario = excluded.scenario, workflow_id = excluded.workflow_id, target_url = excluded.target_url,
 			environment = excluded.environment, incarnations = excluded.incarnations,
-			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns`),
+			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns,
+			scenario_dir = excluded.scenario_dir`),
 		r.ID, r.Name, r.Kind, string(r.Status), r.Reason, r.Scenario, r.WorkflowID, r.TargetURL, env,
-		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt))
+		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt), r.ScenarioDir)
 	if err != nil {
 		return fmt.Errorf("put run %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns`
+const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var (
@@ -105,7 +106,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 		created, started, ended int64
 	)
 	err := sc.Scan(&r.ID, &r.Name, &r.Kind, &status, &r.Reason, &r.Scenario, &r.WorkflowID, &r.TargetURL,
-		&env, &r.Incarnations, &created, &started, &ended)
+		&env, &r.Incarnations, &created, &started, &ended, &r.ScenarioDir)
 	if err != nil {
 		return r, err
 	}

@@ -48,9 +48,13 @@ type Run struct {
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"` // why it failed or was cancelled
 	// Scenario is the scenario's YAML as given, ${env:...} references unresolved.
-	Scenario   string `json:"-"`
-	WorkflowID string `json:"workflow_id,omitempty"`
-	TargetURL  string `json:"target_url,omitempty"`
+	Scenario string `json:"-"`
+	// ScenarioDir is the absolute directory of the scenario file on the
+	// machine that submitted the run; relative paths in the scenario's
+	// environment resolve against it ("" for a scenario given as bytes).
+	ScenarioDir string `json:"scenario_dir,omitempty"`
+	WorkflowID  string `json:"workflow_id,omitempty"`
+	TargetURL   string `json:"target_url,omitempty"`
 	// Environment is the provider's description of what it brought up
 	// (endpoints and ids), as JSON.
 	Environment  json.RawMessage `json:"environment,omitempty"`

@@ -66,6 +66,7 @@ func runSuite(t *testing.T, open backend) {
 		{"Findings", testFindings},
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
+		{"UpgradeFromSchema2", testUpgradeFromSchema2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })
@@ -132,6 +133,7 @@ func testRunRoundTrip(t *testing.T, open backend) {
 	ctx := context.Background()
 	want := newRun("r1", t0.Add(123456789*time.Nanosecond))
 	want.Environment = json.RawMessage(`{"provider":"local"}`)
+	want.ScenarioDir = "/home/soak/scenarios"
 	want.WorkflowID = "wf-1"
 	want.Incarnations = 2
 	want.StartedAt = t0.Add(time.Second)
@@ -510,7 +512,48 @@ func testConcurrentWrites(t *testing.T, open backend) {
 	}
 }
 
-func migrationRows(t *testing.T, dsn string) int {
+// A store at schema version 2 (no runs.scenario_dir) is upgraded on open:
+// its runs read back with an empty ScenarioDir, new runs keep theirs.
+func testUpgradeFromSchema2(t *testing.T, open backend) {
+	dsn := open(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newRun("old", t0)
+	mustPutRun(t, s, old)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openSQL(t, dsn)
+	for _, q := range []string{`ALTER TABLE runs DROP COLUMN scenario_dir`, `DELETE FROM schema_migrations WHERE version = 3`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+
+	s = openDSN(t, dsn)
+	got, err := s.GetRun(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, old) {
+		t.Errorf("run written at schema 2:\n got %+v\nwant %+v", got, old)
+	}
+	fresh := newRun("new", t0)
+	fresh.ScenarioDir = "/srv/scenarios"
+	mustPutRun(t, s, fresh)
+	if got, err = s.GetRun(ctx, "new"); err != nil || got.ScenarioDir != fresh.ScenarioDir {
+		t.Errorf("ScenarioDir after upgrade = %q (%v), want %q", got.ScenarioDir, err, fresh.ScenarioDir)
+	}
+	if n, want := migrationRows(t, dsn), store.SchemaVersion(); n != want {
+		t.Errorf("schema_migrations has %d rows after the upgrade, want %d", n, want)
+	}
+}
+
+// openSQL opens dsn with database/sql, bypassing the store.
+func openSQL(t *testing.T, dsn string) *sql.DB {
 	t.Helper()
 	driver := "sqlite"
 	if store.IsPostgres(dsn) {
@@ -520,7 +563,13 @@ func migrationRows(t *testing.T, dsn string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func migrationRows(t *testing.T, dsn string) int {
+	t.Helper()
+	db := openSQL(t, dsn)
 	var n int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)

@@ -190,6 +190,18 @@ type Window struct {
 	Gap bool `json:"gap,omitempty"`
 
 	Probes Probes `json:"probes"`
+	// ProbeFailures lists the probes that were failing when the window
+	// closed, with their last error: why a Probes field is empty. Nil when
+	// every probe answered (or none ran).
+	ProbeFailures []ProbeFailure `json:"probe_failures,omitempty"`
+}
+
+// ProbeFailure is a probe that was failing when a window closed, and why.
+type ProbeFailure struct {
+	// Probe is the probe's name: process, heap.metric, heap.gc_hook,
+	// heap.inspector or database.
+	Probe string `json:"probe"`
+	Error string `json:"error"`
 }
 
 // Probes are the server-side readings taken when the window closed. A nil

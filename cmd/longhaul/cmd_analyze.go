@@ -1,15 +1,110 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
 
-// analyzeCmd is a placeholder until its issue lands.
+	"github.com/spf13/cobra"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// analyzeFlags are the flags of longhaul analyze.
+type analyzeFlags struct {
+	format string
+	warmup time.Duration
+	storeFlags
+}
+
 func (a *app) analyzeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "analyze",
-		Short:  "not implemented yet",
-		Hidden: true,
-		RunE: func(*cobra.Command, []string) error {
-			return badInputf("longhaul analyze is not implemented yet")
+	var f analyzeFlags
+	cmd := &cobra.Command{
+		Use:   "analyze RUN_ID",
+		Short: "Analyse a stored run again: leaks, collapses, error surges, throughput limits",
+		Long: `Analyze reads a stored run's windows, runs the analysis (the same one every
+soak runs when it ends), replaces the run's findings in the store with the new
+ones and prints them, after the probes that failed during the run.
+
+The warm-up (windows excluded at the start of each incarnation) is the
+scenario's load.warmup unless --warmup is given. A run whose windows lack
+probe data gets a missing_evidence finding that names what is missing.
+Exit code: 0 analysed (whatever was found), 2 bad input or unknown run.`,
+		Example: `  longhaul analyze 0199a3c4-...
+  longhaul analyze 0199a3c4-... --warmup 2m --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.analyze(cmd.Context(), args[0], f, cmd.Flags().Changed("warmup"))
 		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.format, "format", "text", "output: text, or json (one {\"type\":\"analysis\"} object)")
+	fs.DurationVar(&f.warmup, "warmup", 0, "warm-up to exclude at the start of each incarnation (default: the scenario's load.warmup)")
+	f.storeFlags.register(fs)
+	return cmd
+}
+
+// analyze is longhaul analyze.
+func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet bool) error {
+	format, err := report.ParseFormat(f.format)
+	if err != nil {
+		return badInputf("--format: %v", err)
+	}
+	if f.warmup < 0 {
+		return badInputf("--warmup must be ≥ 0, got %s", f.warmup)
+	}
+	st, where, err := a.openStore(ctx, f.storeFlags)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return badInputf("no run %s in %s (see longhaul runs)", id, where)
+	}
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", id, err)
+	}
+	warmup := f.warmup
+	if !warmupSet {
+		warmup = a.scenarioWarmup(run)
+	}
+	ws, err := st.Windows(ctx, id, store.AllWindows)
+	if err != nil {
+		return fmt.Errorf("read windows of run %s: %w", id, err)
+	}
+	if !run.Status.Done() {
+		fmt.Fprintf(a.stderr, "longhaul: run %s is %s: analysing the %d windows stored so far\n", id, run.Status, len(ws))
+	}
+	res := analysis.Analyze(ws, analysis.Options{Warmup: warmup})
+	if err := st.PutFindings(ctx, id, res.Findings); err != nil {
+		return fmt.Errorf("store the findings of run %s in %s: %w", id, where, err)
+	}
+	an := report.Analysis{
+		RunID: id, Windows: len(ws), Warmup: warmup,
+		ProbeProblems: report.ProbeProblems(ws), Findings: res.Findings,
+	}
+	if format == report.JSON {
+		return report.WriteAnalysisJSON(a.stdout, an)
+	}
+	return report.WriteAnalysisText(a.stdout, an)
+}
+
+// scenarioWarmup is the load.warmup of the run's stored scenario; 0, with a
+// note on stderr, when the run has none that parses.
+func (a *app) scenarioWarmup(run store.Run) time.Duration {
+	if run.Scenario == "" {
+		fmt.Fprintf(a.stderr, "longhaul: run %s has no stored scenario: no warm-up (set --warmup)\n", run.ID)
+		return 0
+	}
+	s, err := scenarios.Parse([]byte(run.Scenario), run.Name+".yaml")
+	if err != nil {
+		fmt.Fprintf(a.stderr, "longhaul: the stored scenario of run %s does not parse: no warm-up (set --warmup)\n", run.ID)
+		return 0
+	}
+	return s.Load.Warmup.D()
 }

@@ -75,7 +75,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	defer c.Close()
 	workerNote := "no worker"
 	if f.worker {
-		w, err := a.newSoakWorker(c, st, dataDir, set, log)
+		w, err := a.newSoakWorker(ctx, c, st, dataDir, set, log)
 		if err != nil {
 			return err
 		}

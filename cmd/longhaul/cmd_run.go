@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -81,8 +82,11 @@ Exit code: 0 completed, 1 failed or cancelled, 2 bad input.`,
 
 // soakPlan is a validated longhaul run invocation.
 type soakPlan struct {
-	scenario  *scenarios.Scenario
-	source    []byte
+	scenario *scenarios.Scenario
+	source   []byte
+	// dir is the scenario file's absolute directory: the worker resolves the
+	// environment's relative paths against it, not against its own cwd.
+	dir       string
 	duration  time.Duration
 	window    time.Duration
 	targetEnv map[string]string
@@ -108,6 +112,9 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	}
 	if p.source, err = os.ReadFile(file); err != nil {
 		return p, badInputf("read %s: %v", file, err)
+	}
+	if p.dir, err = filepath.Abs(filepath.Dir(file)); err != nil {
+		return p, badInputf("%s: %v", file, err)
 	}
 	p.duration, p.window = p.scenario.Load.Duration.D(), p.scenario.Load.Window.D()
 	if changed("duration") {
@@ -207,7 +214,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	defer c.Close()
 	if f.temporal == "" {
-		w, err := a.newSoakWorker(c, st, dataDir, set, log)
+		w, err := a.newSoakWorker(ctx, c, st, dataDir, set, log)
 		if err != nil {
 			return err
 		}
@@ -223,7 +230,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	run := store.Run{
 		ID: id.String(), Name: p.scenario.Name, Kind: "soak", Status: store.Pending,
-		Scenario: string(p.source), WorkflowID: "longhaul-soak-" + id.String(),
+		Scenario: string(p.source), ScenarioDir: p.dir, WorkflowID: "longhaul-soak-" + id.String(),
 		TargetURL: p.scenario.Environment.Target.URL, CreatedAt: time.Now(),
 	}
 	if err := st.PutRun(ctx, run); err != nil {
@@ -269,6 +276,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 		return badInput{err}
 	}
 	var totals report.Totals
+	var failures []window.Window // probe failures only, for the report's probe problems
 	next := 0
 	printNew := func() error {
 		ws, err := st.Windows(ctx, runID, store.WindowQuery{Incarnation: -1, FromIndex: next})
@@ -280,6 +288,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 				return fmt.Errorf("write output: %w", err)
 			}
 			_ = totals.Add(w)
+			failures = append(failures, window.Window{Index: w.Index, Gap: w.Gap, ProbeFailures: w.ProbeFailures})
 			next = max(next, w.Index+1)
 		}
 		return nil
@@ -312,14 +321,14 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 				return err
 			}
 			progress.Clear()
-			return a.finishReport(ctx, st, runID, p.format, out, totals.Summary())
+			return a.finishReport(ctx, st, runID, p.format, out, totals.Summary(), report.ProbeProblems(failures))
 		}
 	}
 }
 
 // finishReport prints the end of a followed run and maps its status to the
 // exit code.
-func (a *app) finishReport(ctx context.Context, st store.Store, runID string, format report.Format, out report.WindowWriter, sum window.Summary) error {
+func (a *app) finishReport(ctx context.Context, st store.Store, runID string, format report.Format, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", runID, err)
@@ -329,7 +338,7 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 		return fmt.Errorf("read findings of run %s: %w", runID, err)
 	}
 	if format == report.JSON {
-		if err := writeReportObject(a.stdout, run, sum, fs); err != nil {
+		if err := writeReportObject(a.stdout, run, sum, fs, problems); err != nil {
 			return err
 		}
 	} else {
@@ -341,6 +350,7 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 			status += ": " + run.Reason
 		}
 		fmt.Fprintf(a.stdout, "\nrun %s %s\n", run.ID, status)
+		report.WriteProbeProblems(a.stdout, problems)
 		report.WriteFindings(a.stdout, fs)
 	}
 	if run.Status != store.Completed {
@@ -351,17 +361,19 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 
 // reportObject is the last NDJSON line of longhaul run --format json.
 type reportObject struct {
-	Type     string             `json:"type"`
-	RunID    string             `json:"run_id"`
-	Status   store.Status       `json:"status"`
-	Reason   string             `json:"reason,omitempty"`
-	Windows  int                `json:"windows"`
-	Gaps     int                `json:"gaps,omitempty"`
-	Summary  json.RawMessage    `json:"summary"`
-	Findings []analysis.Finding `json:"findings"`
+	Type    string          `json:"type"`
+	RunID   string          `json:"run_id"`
+	Status  store.Status    `json:"status"`
+	Reason  string          `json:"reason,omitempty"`
+	Windows int             `json:"windows"`
+	Gaps    int             `json:"gaps,omitempty"`
+	Summary json.RawMessage `json:"summary"`
+	// ProbeProblems: the probes that failed during the run (report.ProbeProblems).
+	ProbeProblems []report.ProbeProblem `json:"probe_problems,omitempty"`
+	Findings      []analysis.Finding    `json:"findings"`
 }
 
-func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []analysis.Finding) error {
+func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []analysis.Finding, problems []report.ProbeProblem) error {
 	// The summary has the shape of the drive's summary line, without its "type".
 	b, err := json.Marshal(report.SummaryJSON(sum))
 	if err != nil {
@@ -380,7 +392,7 @@ func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []an
 	}
 	line, err := json.Marshal(reportObject{
 		Type: "report", RunID: run.ID, Status: run.Status, Reason: run.Reason,
-		Windows: sum.Windows, Gaps: sum.Gaps, Summary: b, Findings: fs,
+		Windows: sum.Windows, Gaps: sum.Gaps, Summary: b, ProbeProblems: problems, Findings: fs,
 	})
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)

@@ -18,8 +18,11 @@ import (
 // directories. The store says which runs are still running.
 func (a *app) sweepCmd() *cobra.Command {
 	var (
-		all bool
-		sf  storeFlags
+		all       bool
+		sf        storeFlags
+		temporal  string
+		namespace string
+		runs      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep [--all] [--store DSN] [--data DIR]",
@@ -28,8 +31,11 @@ func (a *app) sweepCmd() *cobra.Command {
 docker containers, networks and volumes labelled dev.longhaul=1, and local
 target processes, PostgreSQL clusters and state directories under the data
 directory. A run is running while the store says pending or running; a run the
-store does not know is over. --all removes every longhaul resource without
-asking the store.`,
+store does not know is over. With --temporal, a run the store calls running
+whose workflow has closed without recording its end (terminated, timed out)
+is abandoned: its status is set and its resources removed. --run limits the
+sweep to the runs named. --all removes every longhaul resource without asking
+the store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -37,6 +43,10 @@ asking the store.`,
 			if err != nil {
 				return badInput{err}
 			}
+			if all && len(runs) > 0 {
+				return badInputf("--all and --run exclude each other")
+			}
+			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			isRunning := func(string) bool { return false }
 			if !all {
 				st, err := a.openSweepStore(ctx, sf)
@@ -44,9 +54,23 @@ asking the store.`,
 					return err
 				}
 				defer st.Close()
-				isRunning = runningIn(ctx, st)
+				live := liveness{st: st, unknownIsOver: true, log: logger}
+				if temporal != "" {
+					c, err := a.dialTemporal(ctx, temporal, namespace, discard)
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					live.c = c
+				}
+				if len(runs) > 0 {
+					live.only = map[string]bool{}
+					for _, r := range runs {
+						live.only[r] = true
+					}
+				}
+				isRunning = live.running(ctx)
 			}
-			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			removed, err := provision.Sweep(ctx, provision.Options{DataDir: dataDir, Logger: logger}, isRunning)
 			for _, r := range removed {
 				fmt.Fprintln(a.stdout, "removed", r)
@@ -57,6 +81,9 @@ asking the store.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&all, "all", false, "remove every longhaul resource, running or not, without asking the store")
+	f.StringVar(&temporal, "temporal", "", "Temporal frontend HOST:PORT: also sweep runs whose workflow closed without recording their end")
+	f.StringVar(&namespace, "namespace", "default", "Temporal namespace (with --temporal)")
+	f.StringArrayVar(&runs, "run", nil, "sweep only this run (repeatable)")
 	sf.register(f)
 	return cmd
 }
@@ -84,21 +111,4 @@ func (a *app) openSweepStore(ctx context.Context, f storeFlags) (store.Store, er
 		return nil, badInputf("open store: %v", err)
 	}
 	return st, nil
-}
-
-// runningIn reports a run as running while the store says it is not done.
-// A run the store does not know is over; a store error keeps the run's
-// resources (better a leftover than a soak destroyed).
-func runningIn(ctx context.Context, st store.Store) func(string) bool {
-	return func(id string) bool {
-		r, err := st.GetRun(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return false
-		}
-		if err != nil {
-			slog.Warn("sweep: cannot read run; keeping its resources", "run", id, "err", err)
-			return true
-		}
-		return !r.Status.Done()
-	}
 }

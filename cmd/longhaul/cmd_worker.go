@@ -73,7 +73,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(c, st, dataDir, set, log)
+	w, err := a.newSoakWorker(ctx, c, st, dataDir, set, log)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -61,10 +62,14 @@ func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log 
 
 // newSoakWorker wires the real activities (provisioner, driver, probes,
 // analysis, store) into a worker on the general and this host's queues.
-func (a *app) newSoakWorker(c client.Client, st store.Store, dataDir string, set *metrics.Set, log *slog.Logger) (*workflows.Worker, error) {
+// First it sweeps the leftovers of runs that are over (sweepAtStart).
+func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, set *metrics.Set, log *slog.Logger) (*workflows.Worker, error) {
 	prov, err := provision.New("", provision.Options{DataDir: dataDir, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
+	}
+	if sw, ok := prov.(provision.Sweeper); ok {
+		sweepAtStart(ctx, sw, liveness{st: st, c: c, log: log}, log)
 	}
 	acts := &activities.Activities{
 		Store:       st,
@@ -89,7 +94,7 @@ type provisionAdapter struct{ p provision.Provisioner }
 func (pa provisionAdapter) Provision(ctx context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
 	env, err := pa.p.Provision(ctx, provision.Request{
 		RunID: req.RunID, Incarnation: req.Incarnation, Spec: req.Spec,
-		Provider: req.Provider, ExtraEnv: req.ExtraEnv,
+		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish,
 	})
 	out, cerr := toActivityEnv(env)
 	if err != nil {
@@ -115,18 +120,47 @@ func (pa provisionAdapter) Check(ctx context.Context, env activities.Environment
 }
 
 func toActivityEnv(e provision.Environment) (activities.Environment, error) {
-	raw, err := json.Marshal(e)
+	raw, err := json.Marshal(withoutPasswords(e))
 	if err != nil {
 		return activities.Environment{}, fmt.Errorf("encode environment %s: %w", e.ID, err)
 	}
 	out := activities.Environment{
 		ID: e.ID, RunID: e.RunID, Incarnation: e.Incarnation, Provider: e.Provider, Host: e.Host,
-		TargetURL: e.TargetURL, PID: e.Target.PID, ContainerID: e.Target.ContainerID, Raw: raw,
+		TargetURL: e.TargetURL, PID: e.Target.PID, ContainerID: e.Target.ContainerID, Ports: e.Ports, Raw: raw,
 	}
 	if e.Database != nil {
 		out.DatabaseURL = e.Database.URL
 	}
 	return out, nil
+}
+
+// withoutPasswords is e with the database DSNs' passwords removed. Raw goes
+// into the run record, which `longhaul report` prints; teardown and checks
+// need no password, and the probes get the full DSN in DatabaseURL.
+func withoutPasswords(e provision.Environment) provision.Environment {
+	if e.Database == nil {
+		return e
+	}
+	db := *e.Database
+	db.URL, db.TargetURL = dsnWithoutPassword(db.URL), dsnWithoutPassword(db.TargetURL)
+	e.Database = &db
+	return e
+}
+
+// dsnWithoutPassword drops the password of a URL-form DSN; anything else
+// becomes "" rather than risk keeping a secret.
+func dsnWithoutPassword(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return ""
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	return u.String()
 }
 
 func fromActivityEnv(e activities.Environment) (provision.Environment, error) {

@@ -121,7 +121,7 @@ func TestRunsAndReport(t *testing.T) {
 func TestReportObject(t *testing.T) {
 	var b strings.Builder
 	run := store.Run{ID: "r", Status: store.Failed, Reason: "target stopped answering: refused"}
-	if err := writeReportObject(&b, run, window.Summary{Windows: 3, Gaps: 1}, nil); err != nil {
+	if err := writeReportObject(&b, run, window.Summary{Windows: 3, Gaps: 1}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any

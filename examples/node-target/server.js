@@ -7,14 +7,16 @@
 // With LEAK_BYTES=N (> 0), every request retains N more bytes on the V8 heap
 // forever (a string kept in a module-level array), the way a cache without
 // eviction does; without it the server keeps nothing between requests.
-// PORT=0 (the default) picks a free port. Once listening it prints one line,
-// "listening on http://127.0.0.1:PORT", to stdout.
+// PORT=0 (the default) picks a free port. HOST is the address to listen on
+// (default 127.0.0.1; a container image sets 0.0.0.0). Once listening it
+// prints one line, "listening on http://HOST:PORT", to stdout.
 'use strict';
 
 const http = require('node:http');
 
 const leakBytes = Math.max(0, parseInt(process.env.LEAK_BYTES || '0', 10) || 0);
 const port = parseInt(process.env.PORT || '0', 10) || 0;
+const host = process.env.HOST || '127.0.0.1';
 const retained = [];
 let served = 0;
 
@@ -39,8 +41,8 @@ const server = http.createServer((req, res) => {
 });
 
 server.keepAliveTimeout = 30000;
-server.listen(port, '127.0.0.1', () => {
-  process.stdout.write(`listening on http://127.0.0.1:${server.address().port}\n`);
+server.listen(port, host, () => {
+  process.stdout.write(`listening on http://${host}:${server.address().port}\n`);
 });
 
 for (const sig of ['SIGINT', 'SIGTERM']) {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// liveness says, for a sweep, which runs still own their environments.
+type liveness struct {
+	st store.Store
+	// c, when set, is asked about the runs the store calls pending or
+	// running: a run whose workflow has closed without recording the run's
+	// end (terminated, timed out) is abandoned. Its status is set, and its
+	// environment swept.
+	c client.Client
+	// unknownIsOver: a run the store does not know is over. `longhaul sweep`
+	// names its store and says so; a worker start does not, since the engine
+	// and the data directory may hold runs of other stores.
+	unknownIsOver bool
+	// only, when not empty, limits the sweep to these runs: every other run
+	// counts as running.
+	only map[string]bool
+	log  *slog.Logger
+}
+
+// running returns the isRunning function of provision.Sweep. Whenever it
+// cannot tell (a store or Temporal error), it keeps the run's resources:
+// better a leftover than a soak destroyed.
+func (l liveness) running(ctx context.Context) func(runID string) bool {
+	return func(id string) bool {
+		if len(l.only) > 0 && !l.only[id] {
+			return true
+		}
+		r, err := l.st.GetRun(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return !l.unknownIsOver
+		}
+		if err != nil {
+			l.log.Warn("sweep: cannot read run; keeping its resources", "run", id, "err", err)
+			return true
+		}
+		if r.Status.Done() {
+			return false
+		}
+		if l.c == nil || r.WorkflowID == "" {
+			return true
+		}
+		status, err := l.workflowStatus(ctx, r.WorkflowID)
+		if err != nil {
+			// Not found included: the store may serve runs of another
+			// cluster or namespace than the one this process talks to.
+			l.log.Debug("sweep: cannot describe the run's workflow; keeping its resources", "run", id, "workflow", r.WorkflowID, "err", err)
+			return true
+		}
+		if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return true
+		}
+		l.abandon(ctx, r, status)
+		return false
+	}
+}
+
+func (l liveness) workflowStatus(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := l.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return 0, fmt.Errorf("describe workflow %s: %w", workflowID, err)
+	}
+	return resp.GetWorkflowExecutionInfo().GetStatus(), nil
+}
+
+// abandon records the end of a run whose workflow closed without doing so.
+func (l liveness) abandon(ctx context.Context, r store.Run, status enumspb.WorkflowExecutionStatus) {
+	final := store.Failed
+	if status == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+		final = store.Cancelled
+	}
+	reason := fmt.Sprintf("abandoned: its workflow %s ended (%s) before the run recorded its end", r.WorkflowID, status)
+	if err := l.st.SetStatus(ctx, r.ID, final, reason, time.Now()); err != nil {
+		l.log.Warn("sweep: cannot record the end of an abandoned run", "run", r.ID, "err", err)
+		return
+	}
+	l.log.Warn("run abandoned; sweeping its environment", "run", r.ID, "workflow_status", status.String())
+}
+
+// sweepTimeout bounds the sweep at a worker's start.
+const sweepTimeout = time.Minute
+
+// sweepAtStart removes, before a worker takes work, the leftovers of runs
+// that are over: labelled containers, networks and volumes on this engine
+// and local environments under the data directory. Runs this store does not
+// know are kept (see liveness). Failures are logged; they never keep the
+// worker from starting.
+func sweepAtStart(ctx context.Context, sw provision.Sweeper, live liveness, log *slog.Logger) []string {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	start := time.Now()
+	removed, err := sw.Sweep(ctx, live.running(ctx))
+	for _, r := range removed {
+		log.Warn("removed a leftover of a run that is over", "what", r)
+	}
+	if err != nil {
+		log.Warn("sweep at worker start", "err", err)
+	}
+	log.Debug("sweep at worker start", "removed", len(removed), "seconds", time.Since(start).Seconds())
+	return removed
+}

@@ -1,0 +1,69 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+)
+
+// Analysis is the outcome of analysing one stored run (longhaul analyze):
+// what was read, with which warm-up, and what was found.
+type Analysis struct {
+	RunID string
+	// Windows is how many windows were read (gaps included).
+	Windows int
+	Warmup  time.Duration
+	// ProbeProblems explain missing readings; Findings are the analysis'.
+	ProbeProblems []ProbeProblem
+	Findings      []analysis.Finding
+}
+
+// AnalysisObject is the JSON shape of an Analysis: one object whose type is
+// always "analysis". ProbeProblems and Findings are never null.
+type AnalysisObject struct {
+	Type          string             `json:"type"`
+	RunID         string             `json:"run_id"`
+	Windows       int                `json:"windows"`
+	WarmupSeconds float64            `json:"warmup_s"`
+	ProbeProblems []ProbeProblem     `json:"probe_problems"`
+	Findings      []analysis.Finding `json:"findings"`
+}
+
+// WriteAnalysisText prints an Analysis: a header line, the probe problems
+// (if any) and the findings, most severe first.
+func WriteAnalysisText(out io.Writer, an Analysis) error {
+	b := bufio.NewWriter(out)
+	fmt.Fprintf(b, "run %s: %d windows analysed, warm-up %s\n", an.RunID, an.Windows, an.Warmup)
+	WriteProbeProblems(b, an.ProbeProblems)
+	WriteFindings(b, an.Findings)
+	if err := b.Flush(); err != nil {
+		return fmt.Errorf("write analysis: %w", err)
+	}
+	return nil
+}
+
+// WriteAnalysisJSON prints an Analysis as one AnalysisObject line.
+func WriteAnalysisJSON(out io.Writer, an Analysis) error {
+	o := AnalysisObject{
+		Type: "analysis", RunID: an.RunID, Windows: an.Windows, WarmupSeconds: an.Warmup.Seconds(),
+		ProbeProblems: an.ProbeProblems, Findings: an.Findings,
+	}
+	if o.ProbeProblems == nil {
+		o.ProbeProblems = []ProbeProblem{}
+	}
+	if o.Findings == nil {
+		o.Findings = []analysis.Finding{}
+	}
+	line, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("encode analysis: %w", err)
+	}
+	if _, err := fmt.Fprintf(out, "%s\n", line); err != nil {
+		return fmt.Errorf("write analysis: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package scenarios_test
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
+)
+
+// withoutLines returns steps with their source lines zeroed, so the same
+// steps at different places in two files compare equal.
+func withoutLines(setup []scenarios.Step, ops []scenarios.Op) ([]scenarios.Step, []scenarios.Op) {
+	s := append([]scenarios.Step(nil), setup...)
+	o := append([]scenarios.Op(nil), ops...)
+	for i := range s {
+		s[i].Line = 0
+	}
+	for i := range o {
+		o[i].Line = 0
+	}
+	return s, o
+}
+
+// TestDemoScenario: demo.yaml validates, describes the demo target for both
+// providers, and drives exactly parse-mix.yaml's setup and ops (it holds a
+// copy, since a scenario cannot include another).
+func TestDemoScenario(t *testing.T) {
+	demo, err := scenarios.LoadFile("demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix, err := scenarios.LoadFile("parse-mix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSetup, gotOps := withoutLines(demo.Setup, demo.Ops)
+	wantSetup, wantOps := withoutLines(mix.Setup, mix.Ops)
+	if !reflect.DeepEqual(gotSetup, wantSetup) {
+		t.Errorf("demo.yaml setup differs from parse-mix.yaml's:\n got %+v\nwant %+v", gotSetup, wantSetup)
+	}
+	if !reflect.DeepEqual(gotOps, wantOps) {
+		t.Errorf("demo.yaml ops differ from parse-mix.yaml's:\n got %+v\nwant %+v", gotOps, wantOps)
+	}
+
+	env := demo.Environment
+	if env.Target.Build == nil {
+		t.Fatal("demo.yaml has no target.build for the local provider")
+	}
+	abs, _ := filepath.Abs(filepath.Join("..", "examples", "demo-target"))
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"provider", env.Provider, "auto"},
+		{"image", env.Target.Image, "longhaul/demo-target:latest"},
+		{"build.dir (resolved against the file)", env.Target.Build.Dir, abs},
+		{"command", env.Target.Command, []string{"{{.EnvDir}}/demo-target"}},
+		{"DATABASE_URL", env.Target.Env["DATABASE_URL"], "{{.Database.URL}}"},
+		{"health", env.Target.Health, "/health"},
+		{"database.kind", env.Database.Kind, "postgres"},
+		{"database.image (provider default)", env.Database.Image, ""},
+		{"vus", demo.Load.VUs, 16},
+		{"window", demo.Load.Window.D().String(), "10s"},
+		{"heap metric", demo.Probes.Heap != nil && demo.Probes.Heap.Metric != nil, true},
+		{"gc hook", demo.Probes.Heap != nil && demo.Probes.Heap.GCHook != nil, true},
+		{"database probe", demo.Probes.Database != nil && *demo.Probes.Database, true},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %#v, want %#v", c.what, c.got, c.want)
+		}
+	}
+	if _, err := scenarios.Compile(demo, scenarios.CompileOptions{}); err != nil {
+		t.Errorf("Compile(demo.yaml): %v", err)
+	}
+}
