@@ -516,6 +516,10 @@ func (r *run) close(idx int, start, end time.Time) window.Window {
 	w.InFlight = int(r.maxInFlight.Swap(r.inFlight.Load()))
 	if secs := end.Sub(start).Seconds(); secs > 0 {
 		w.RPS = float64(w.Requests) / secs
+		for name, o := range w.Ops {
+			o.RPS = float64(o.Requests) / secs
+			w.Ops[name] = o
+		}
 	}
 	at := r.base + end.Sub(r.start)
 	w.Target = r.ramp.at(at)

@@ -163,6 +163,9 @@ func TestClosedModelCounts(t *testing.T) {
 		if got := w.Ops["get"].Requests; got != w.Requests {
 			t.Errorf("window %d: op get has %d of %d requests", w.Index, got, w.Requests)
 		}
+		if got, want := w.Ops["get"].RPS, w.RPS; got != want {
+			t.Errorf("window %d: op get at %.1f req/s, window at %.1f: want equal (one op)", w.Index, got, want)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func NewRunReport(r store.Run, ws []window.Window, fs []analysis.Finding) (RunRe
 }
 
 // WriteRunText prints a run: its header (id, name, kind, status and reason,
-// target, times), one line per window, the summary table, the probe
+// target, environment, times), one line per window, the summary table, the probe
 // problems (if any) and the findings.
 func WriteRunText(out io.Writer, rep RunReport) error {
 	b := bufio.NewWriter(out)
@@ -50,6 +50,9 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	fmt.Fprintf(b, "status:  %s\n", status)
 	if r.TargetURL != "" {
 		fmt.Fprintf(b, "target:  %s\n", r.TargetURL)
+	}
+	for _, l := range environmentLines(r.Environment) {
+		fmt.Fprintln(b, l)
 	}
 	if r.WorkflowID != "" {
 		fmt.Fprintf(b, "workflow: %s\n", r.WorkflowID)

@@ -116,6 +116,9 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	if p.dir, err = filepath.Abs(filepath.Dir(file)); err != nil {
 		return p, badInputf("%s: %v", file, err)
 	}
+	if err := checkProviderOverride(p.scenario.Environment, f.provider); err != nil {
+		return p, badInputf("--provider %s: %s %v", f.provider, file, err)
+	}
 	p.duration, p.window = p.scenario.Load.Duration.D(), p.scenario.Load.Window.D()
 	if changed("duration") {
 		if f.duration <= 0 {
@@ -166,6 +169,28 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 		}
 	}
 	return p, nil
+}
+
+// checkProviderOverride reports what env lacks for the provider --provider
+// names (the scenario was validated for its own provider). A target.url is
+// never provisioned, whatever the provider.
+func checkProviderOverride(env scenarios.Environment, provider string) error {
+	t := env.Target
+	docker := t.Image != "" || (t.Build != nil && t.Build.Repo != "")
+	local := len(t.Command) > 0
+	switch {
+	case provider == "" || t.URL != "":
+		return nil
+	case provider == "url":
+		return errors.New("has no environment.target.url")
+	case provider == "docker" && !docker:
+		return errors.New("has no target.image or target.build.repo for the docker provider")
+	case provider == "local" && !local:
+		return errors.New("has no target.command for the local provider")
+	case provider == "auto" && !docker && !local:
+		return errors.New("has no target.image, target.build.repo or target.command to run")
+	}
+	return nil
 }
 
 // runSoak is longhaul run.
