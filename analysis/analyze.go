@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -301,41 +302,74 @@ const (
 	MissingCPU      = "cpu_seconds"
 )
 
-// missingFinding names the probe data absent from every analysed window.
+// missingFinding names the probe data absent from every analysed window and,
+// when the windows recorded a probe that failed (window.ProbeFailures), the
+// failure: a probe that was on but failing needs fixing, not enabling.
 func (inc *incarnation) missingFinding() (Finding, bool) {
 	if len(inc.ws) == 0 {
 		return Finding{}, false
 	}
 	var heap, db, cpu bool
+	failed := map[string]string{} // probe → its last error
 	for _, w := range inc.ws {
 		heap = heap || w.Probes.HeapBytes != nil
 		db = db || w.Probes.Database != nil
 		cpu = cpu || w.Probes.CPUSeconds != nil || w.Probes.CPUMicrosPerRequest != nil
+		for _, f := range w.ProbeFailures {
+			failed[f.Probe] = f.Error
+		}
 	}
 	var missing, what []string
+	enable := false // some missing data had no failing probe: enable one
+	add := func(name, text string, probes ...string) {
+		missing = append(missing, name)
+		for _, p := range probes {
+			if e, ok := failed[p]; ok {
+				what = append(what, fmt.Sprintf("%s, the %s probe failed: %s)", strings.TrimSuffix(text, ")"), p, shorten(e, 120)))
+				return
+			}
+		}
+		what = append(what, text)
+		enable = true
+	}
 	if !heap {
-		missing = append(missing, MissingHeap)
-		what = append(what, "post-GC heap (no leak verdict is possible)")
+		add(MissingHeap, "post-GC heap (no leak verdict is possible)", "heap.gc_hook", "heap.inspector", "heap.metric")
 	}
 	if !db {
-		missing = append(missing, MissingDatabase)
-		what = append(what, "database statistics (a collapse cannot be traced to a table)")
+		add(MissingDatabase, "database statistics (a collapse cannot be traced to a table)", "database")
 	}
 	if !cpu {
-		missing = append(missing, MissingCPU)
-		what = append(what, "target CPU time (a slowdown cannot be told from interference)")
+		add(MissingCPU, "target CPU time (a slowdown cannot be told from interference)", "process")
 	}
 	if len(missing) == 0 {
 		return Finding{}, false
+	}
+	advice := " — fix the failing probes"
+	if enable {
+		advice = " — enable the matching probes in the scenario"
+		if len(failed) > 0 {
+			advice += " and fix the failing ones"
+		}
 	}
 	first, last := inc.span(0, len(inc.ws)-1)
 	return Finding{
 		Kind:        KindMissingEvidence,
 		Severity:    Info,
 		Incarnation: inc.num,
-		Summary:     "no probe data for " + strings.Join(what, "; ") + " — enable the matching probes in the scenario",
+		Summary:     "no probe data for " + strings.Join(what, "; ") + advice,
 		Evidence:    Evidence{FirstWindow: first, LastWindow: last, Missing: missing},
 	}, true
+}
+
+// shorten cuts s to at most n bytes (at a rune boundary), marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // series is a time series of readings, with the window positions they came from.

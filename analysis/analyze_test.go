@@ -166,6 +166,76 @@ func TestMissingEvidenceNamesProbes(t *testing.T) {
 	}
 }
 
+func TestMissingEvidenceNamesFailingProbes(t *testing.T) {
+	cpu := 0.5
+	withCPU := func(i int, w *window.Window) { w.Probes.CPUSeconds = &cpu }
+	failing := func(probes ...string) func(int, *window.Window) {
+		return func(i int, w *window.Window) {
+			withCPU(i, w)
+			for _, p := range probes {
+				w.ProbeFailures = append(w.ProbeFailures, window.ProbeFailure{Probe: p, Error: "dial tcp 127.0.0.1:9229: connect: connection refused"})
+			}
+		}
+	}
+	tests := []struct {
+		name    string
+		ws      []window.Window
+		want    []string // in the summary
+		wantNot []string
+		missing []string
+	}{
+		{"probes off", windows(30, withCPU),
+			[]string{"post-GC heap (no leak verdict is possible)", "— enable the matching probes in the scenario"},
+			[]string{"failed", "fix"}, []string{MissingHeap, MissingDatabase}},
+		{"inspector failing, no database probe", windows(30, failing("heap.inspector")),
+			[]string{"post-GC heap (no leak verdict is possible, the heap.inspector probe failed: dial tcp 127.0.0.1:9229: connect: connection refused)",
+				"refused); database statistics (a collapse cannot be traced to a table) — enable the matching probes in the scenario and fix the failing ones"},
+			nil, []string{MissingHeap, MissingDatabase}},
+		{"every probe failing", windows(30, failing("heap.metric", "database")),
+			[]string{"the heap.metric probe failed", "the database probe failed", "— fix the failing probes"},
+			[]string{"enable"}, []string{MissingHeap, MissingDatabase}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, ok := find(Analyze(tt.ws, DefaultOptions()), KindMissingEvidence)
+			if !ok {
+				t.Fatal("no missing_evidence finding")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(f.Summary, w) {
+					t.Errorf("summary %q lacks %q", f.Summary, w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(f.Summary, w) {
+					t.Errorf("summary %q contains %q", f.Summary, w)
+				}
+			}
+			if !slices.Equal(f.Evidence.Missing, tt.missing) {
+				t.Errorf("missing %v, want %v", f.Evidence.Missing, tt.missing)
+			}
+		})
+	}
+}
+
+func TestShorten(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a longer message", 8, "a longer…"},
+		{"µµµµ", 3, "µ…"}, // never cuts a rune in half
+	}
+	for _, tt := range tests {
+		if got := shorten(tt.s, tt.n); got != tt.want {
+			t.Errorf("shorten(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
 func TestWarmupAndIncarnations(t *testing.T) {
 	// Heap jumps 10 → 60 MiB over the first five windows, then stays flat.
 	warm := func(i int, w *window.Window) {

@@ -15,7 +15,10 @@
 //     averaged percentiles.
 //
 // For stored runs, WriteRunText/WriteRunJSON print a whole run (status,
-// windows, summary, findings) and WriteRunsText/WriteRunsJSON a list of runs.
+// windows, summary, probe problems, findings) and WriteRunsText/WriteRunsJSON
+// a list of runs. ProbeProblems sums up the probes that failed during a run
+// (from each window's ProbeFailures); WriteFindings prints findings, and
+// WriteAnalysisText/WriteAnalysisJSON the outcome of `longhaul analyze`.
 // On a terminal, a Progress bar on stderr shows how far the run is; the text
 // writer clears it before each line and redraws it after.
 //

@@ -279,9 +279,10 @@ func (s *soak) teardown(ctx workflow.Context) {
 	s.st.Env = nil
 }
 
-// finish tears down, analyses a completed run, records the final status and
-// maps the outcome to the workflow's result: completed → SoakResult, failed
-// → an ErrTypeSoakFailed error with the SoakResult as details, cancelled → a
+// finish tears down, analyses the run (a failed or cancelled one too, once
+// it had an environment), records the final status and maps the outcome to
+// the workflow's result: completed → SoakResult, failed → an
+// ErrTypeSoakFailed error with the SoakResult as details, cancelled → a
 // canceled error (the workflow ends Canceled).
 func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
 	var a *activities.Activities
@@ -294,14 +295,21 @@ func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
 		res = s.result(store.Cancelled, "cancelled by request")
 	case runErr != nil:
 		res = s.result(store.Failed, failureReason(runErr))
-	default:
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	}
+	// Version 1 also analyses a failed or cancelled soak that got as far as
+	// an environment: its windows are measured data, and a leak that ends in
+	// an OOM kill fails the very run it should be found in. (The window count
+	// cannot decide it: a drive cancelled mid-way does not report its
+	// windows.) Version 0 analysed completed soaks only.
+	analyseAll := workflow.GetVersion(dctx, "analyse-every-soak", workflow.DefaultVersion, 1) >= 1
+	if res.Status == store.Completed || (analyseAll && s.st.Incarnation > 0) {
+		actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
 			TaskQueue:           activities.GeneralQueue,
 			StartToCloseTimeout: 10 * time.Minute,
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 		})
 		var ar activities.AnalyzeResult
-		if err := workflow.ExecuteActivity(actx, a.Analyze, activities.AnalyzeInput{RunID: s.in.RunID}).Get(ctx, &ar); err != nil {
+		if err := workflow.ExecuteActivity(actx, a.Analyze, activities.AnalyzeInput{RunID: s.in.RunID}).Get(actx, &ar); err != nil {
 			// The measurements stand without findings; `longhaul analyze` can redo it.
 			workflow.GetLogger(ctx).Error("analysis failed", "error", err)
 		}

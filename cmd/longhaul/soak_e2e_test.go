@@ -102,12 +102,24 @@ type proc struct {
 
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startProcWith(t, procOptions{}, args...)
+}
+
+// procOptions adjust a longhaul process started by startProcWith.
+type procOptions struct {
+	env  []string             // added to the test's environment
+	attr *syscall.SysProcAttr // e.g. a private mount namespace
+}
+
+func startProcWith(t *testing.T, o procOptions, args ...string) *proc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &proc{t: t, cmd: exec.Command(exe, args...), out: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "LONGHAUL_TEST_MAIN=1")
+	p.cmd.Env = append(append(os.Environ(), o.env...), "LONGHAUL_TEST_MAIN=1")
+	p.cmd.SysProcAttr = o.attr
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

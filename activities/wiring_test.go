@@ -1,0 +1,150 @@
+package activities
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+func TestPublishedPorts(t *testing.T) {
+	tests := []struct {
+		name string
+		spec scenarios.Probes
+		want []int
+	}{
+		{"no heap probe", scenarios.Probes{}, nil},
+		{"heap metric only", scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}}, nil},
+		{"inspector, default port", scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{}}}, []int{9229}},
+		{"inspector on 9339", scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: 9339}}}, []int{9339}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PublishedPorts(tt.spec); !slices.Equal(got, tt.want) {
+				t.Errorf("PublishedPorts = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestInspectorOnHost(t *testing.T) {
+	inspector := func() scenarios.Probes {
+		return scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Host: "127.0.0.1", Port: 9229, Every: 1}}}
+	}
+	withMetric := func() scenarios.Probes {
+		s := inspector()
+		s.Heap.Metric = &scenarios.HeapMetric{Path: "/metrics"}
+		return s
+	}
+	tests := []struct {
+		name        string
+		env         Environment
+		spec        scenarios.Probes
+		wantAddr    string // host:port the inspector probe talks to; "" none
+		wantMetric  bool
+		wantFailure bool
+	}{
+		{"local target: as written", Environment{PID: 42}, inspector(), "127.0.0.1:9229", false, false},
+		{"container, published", Environment{ContainerID: "c0ffee", Ports: map[int]int{9229: 32801}}, inspector(), "127.0.0.1:32801", false, false},
+		{"container, not published", Environment{ContainerID: "c0ffee"}, inspector(), "", false, true},
+		{"container, not published, metric kept", Environment{ContainerID: "c0ffee", Ports: map[int]int{8080: 1}}, withMetric(), "", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := *tt.spec.Heap.Inspector
+			got, failure := inspectorOnHost(tt.env, tt.spec)
+			if *tt.spec.Heap.Inspector != orig {
+				t.Errorf("the scenario's inspector was changed to %+v", *tt.spec.Heap.Inspector)
+			}
+			var addr string
+			if got.Heap != nil && got.Heap.Inspector != nil {
+				addr = got.Heap.Inspector.Host + ":" + strconv.Itoa(got.Heap.Inspector.Port)
+			}
+			if addr != tt.wantAddr {
+				t.Errorf("inspector at %q, want %q", addr, tt.wantAddr)
+			}
+			if hasMetric := got.Heap != nil && got.Heap.Metric != nil; hasMetric != tt.wantMetric {
+				t.Errorf("heap metric kept = %v, want %v", hasMetric, tt.wantMetric)
+			}
+			if (failure != nil) != tt.wantFailure {
+				t.Fatalf("failure %+v, want one: %v", failure, tt.wantFailure)
+			}
+			if failure != nil && (failure.Probe != "heap.inspector" || !strings.Contains(failure.Error, "port 9229 of container c0ffee is not published")) {
+				t.Errorf("failure %+v", failure)
+			}
+		})
+	}
+}
+
+// TestServerProbesRecordsFailures: a probe that fails leaves its reading
+// empty and is named in the window's ProbeFailures until it recovers; a
+// failure known at start (an unpublished inspector) is in every window.
+func TestServerProbesRecordsFailures(t *testing.T) {
+	var up atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "# TYPE go_gc_heap_live_bytes gauge\ngo_gc_heap_live_bytes 1.2345e+07\n")
+	}))
+	defer srv.Close()
+
+	off := false
+	spec := scenarios.Probes{Process: &off, Heap: &scenarios.Heap{
+		Metric:    &scenarios.HeapMetric{Path: "/metrics", Name: "go_gc_heap_live_bytes"},
+		Inspector: &scenarios.Inspector{Host: "127.0.0.1", Port: 9229, Every: 1},
+	}}
+	env := Environment{TargetURL: srv.URL, ContainerID: "c0ffee"} // inspector not published
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	p, err := ServerProbes(logger)(ctx, env, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	t0 := time.Now()
+	sample := func(i int) window.Window {
+		w := window.Window{Index: i, Start: t0.Add(time.Duration(i) * time.Second), End: t0.Add(time.Duration(i+1) * time.Second), Requests: 100}
+		p.Sample(ctx, &w)
+		return w
+	}
+	probesOf := func(w window.Window) []string {
+		var names []string
+		for _, f := range w.ProbeFailures {
+			names = append(names, f.Probe)
+		}
+		return names
+	}
+
+	w := sample(0)
+	if got, want := probesOf(w), []string{"heap.metric", "heap.inspector"}; !slices.Equal(got, want) {
+		t.Errorf("window 0 failures %v, want %v", got, want)
+	}
+	if w.Probes.HeapBytes != nil {
+		t.Errorf("window 0 heap %d, want none (the metric failed)", *w.Probes.HeapBytes)
+	}
+	if !strings.Contains(w.ProbeFailures[0].Error, "503") {
+		t.Errorf("metric failure %q does not say why", w.ProbeFailures[0].Error)
+	}
+
+	up.Store(true)
+	w = sample(1)
+	if got, want := probesOf(w), []string{"heap.inspector"}; !slices.Equal(got, want) {
+		t.Errorf("window 1 failures %v, want %v (the metric recovered)", got, want)
+	}
+	if w.Probes.HeapBytes == nil || *w.Probes.HeapBytes != 12345000 {
+		t.Errorf("window 1 heap %v, want 12345000", w.Probes.HeapBytes)
+	}
+}
