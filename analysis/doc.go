@@ -17,9 +17,10 @@
 // for weaker or thinner evidence, info for results and notes: the throughput
 // limit a ramp found (ThroughputLimitOptions.Severity makes it a warning),
 // too little data (KindInsufficientData), missing probe data
-// (KindMissingEvidence), or why something that looked like a problem is not
-// one (a heap that levelled off, a slowdown the target's own CPU and database
-// figures do not explain).
+// (KindMissingEvidence: Evidence.Missing names it, and the summary names the
+// probe that failed when the windows recorded one in ProbeFailures), or why
+// something that looked like a problem is not one (a heap that levelled off,
+// a slowdown the target's own CPU and database figures do not explain).
 //
 // Evidence.Notes carries the other figures, by key: for a leak "readings",
 // "forced_gc_readings", "requests", "growth_bytes", "tail_growth_bytes",

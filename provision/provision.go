@@ -60,8 +60,9 @@
 // postgres:16, falling back to OfflinePostgresImage when that is absent and
 // cannot be pulled) reachable from the target as host "db"; the target from
 // target.image or a Dockerfile built at a git ref and tagged
-// longhaul-target/<name>:<commit> (reused when the tag exists); ports
-// published on 127.0.0.1 only; resource limits; the labels dev.longhaul=1,
+// longhaul-target/<name>:<commit> (reused when the tag exists); ports (the
+// target's, and Request.Publish: a Node.js inspector's) published on random
+// ports of 127.0.0.1 only; resource limits; the labels dev.longhaul=1,
 // dev.longhaul.run, dev.longhaul.incarnation and dev.longhaul.env on every
 // container, network and volume. A git-ref build resolves the ref with git
 // rev-parse (ls-remote for a URL) and sends `git archive` of the commit's

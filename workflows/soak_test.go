@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -395,5 +397,62 @@ func TestSoakContinueAsNew(t *testing.T) {
 	}
 	if got, want := strings.Join(f.prov.TornDown, ","), "r1-1"; got != want {
 		t.Errorf("torn down = %s, want %s", got, want)
+	}
+}
+
+// TestSoakAnalysesEveryEnd: a soak is analysed whether it completes, fails
+// (its target died: a leak ending in an OOM kill is found in that run) or is
+// cancelled, once it had an environment; not when provisioning failed.
+func TestSoakAnalysesEveryEnd(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(f *fixture)
+		want  int // Analyze calls
+	}{
+		{"completed", func(*fixture) {}, 1},
+		{"target died", func(f *fixture) {
+			f.drv.Before = func(_ context.Context, _, index int) error {
+				if index == 4 {
+					f.prov.Kill("r1-1")
+				}
+				return nil
+			}
+		}, 1},
+		{"cancelled", func(f *fixture) {
+			f.drv.Before = func(ctx context.Context, _, index int) error {
+				if index == 3 {
+					f.env.CancelWorkflow()
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				return nil
+			}
+		}, 1},
+		{"provision failed", func(f *fixture) { f.prov.Fail = errors.New("no docker engine") }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 10)
+			tt.setup(f)
+			var analyses int
+			var order []string
+			f.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				order = append(order, info.ActivityType.Name)
+				if info.ActivityType.Name == "Analyze" {
+					analyses++
+				}
+			})
+			_, _ = f.run()
+			if analyses != tt.want {
+				t.Errorf("Analyze ran %d times, want %d (activities: %v)", analyses, tt.want, order)
+			}
+			// Analysis comes after teardown and before the final status.
+			if tt.want > 0 {
+				i := slices.Index(order, "Analyze")
+				if i < 1 || order[i-1] != "Teardown" || order[len(order)-1] != "SetStatus" {
+					t.Errorf("activity order %v: want Teardown, Analyze, ..., SetStatus", order)
+				}
+			}
+		})
 	}
 }

@@ -26,9 +26,8 @@ trap 'rm -rf "$work"' EXIT
 
 log() { printf '%s accuracy: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-log "building longhaul and the demo target"
+log "building longhaul"
 go build -o "$work/longhaul" ./cmd/longhaul
-go build -o "$work/demo-target" ./examples/demo-target
 
 if [[ " $* " != *" -providers local "* ]]; then
 	log "checking the offline images (docker provider)"
@@ -37,5 +36,5 @@ if [[ " $* " != *" -providers local "* ]]; then
 fi
 
 log "running the soaks"
-go run ./bench/accuracy/runner -longhaul "$work/longhaul" -demo-target "$work/demo-target" \
+go run ./bench/accuracy/runner -longhaul "$work/longhaul" \
 	-dir bench/accuracy -data "$work/data" -out bench/accuracy/RESULTS.md "$@"

@@ -18,6 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -365,15 +367,19 @@ ops:
 		args     []string
 		wantCode int
 		want     []string // in the printed "run ID failed: ..." line, or on stderr for exit 2
+		wantTail string   // in the log lines printed under it
 	}{
 		{"missing image", true, []string{noImage, "--provider", "docker"}, exitFailed,
-			[]string{"image not available: target.image longhaul-test/no-such-image:1 is not present and cannot be pulled", "scripts/offline-images.sh"}},
+			[]string{"image not available: target.image longhaul-test/no-such-image:1 is not present and cannot be pulled", "scripts/offline-images.sh"}, ""},
 		{"invalid environment", false, []string{local("true", `X: "{{.Database.URL}}"`), "--provider", "local"}, exitFailed,
-			[]string{"invalid environment: target.env.X uses {{.Database...}} but database.kind is none"}},
+			[]string{"invalid environment: target.env.X uses {{.Database...}} but database.kind is none"}, ""},
 		{"failed build", false, []string{local("echo compiling the target; exit 3", ""), "--provider", "local"}, exitFailed,
-			[]string{`build failed: target.build.command "echo compiling the target; exit 3"`, "compiling the target"}},
+			[]string{`build failed: target.build.command "echo compiling the target; exit 3"`, "last lines of its output:"}, "  compiling the target"},
+		// --target-env reaches the target and overrides the scenario's env.
+		{"target exits at start", false, []string{demoFile, "--provider", "local", "--target-env", "DATABASE_URL=bogus-dsn"}, exitFailed,
+			[]string{"not ready: the process exited before it was ready; last lines of its log:"}, "demo-target: parse DATABASE_URL: cannot parse `bogus-dsn`"},
 		{"provider the scenario cannot serve", false, []string{local("true", ""), "--provider", "docker"}, exitBadInput,
-			[]string{"--provider docker:", "has no target.image or target.build.repo for the docker provider"}},
+			[]string{"--provider docker:", "has no target.image or target.build.repo for the docker provider"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,7 +398,11 @@ ops:
 				if run.Status != store.Failed {
 					t.Errorf("status %s, want failed", run.Status)
 				}
-				out = failedLine(t, r.stdout.String(), run.ID)
+				var tail string
+				out, tail = failedReason(t, r.stdout.String(), run.ID)
+				if !strings.Contains(tail, tt.wantTail) {
+					t.Errorf("the log lines under the reason lack %q:\n%s", tt.wantTail, tail)
+				}
 				if tt.docker {
 					checkNoLabelled(t, run.ID)
 				}
@@ -414,7 +424,7 @@ ops:
 			t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, p.out.String())
 		}
 		run := onlyRun(t, storeOf(t, data))
-		line := failedLine(t, p.out.String(), run.ID)
+		line, _ := failedReason(t, p.out.String(), run.ID)
 		for _, w := range []string{"no Docker engine answers", "use `provider: local` in the scenario (or --provider local)"} {
 			if !strings.Contains(line, w) {
 				t.Errorf("reason lacks %q: %s", w, line)
@@ -423,19 +433,28 @@ ops:
 	})
 }
 
-// failedLine returns the line `longhaul run` printed for the failed run
-// ("run ID failed: REASON"), failing the test when there is none or when
-// the reason's first line does not end there (what follows are log lines).
-func failedLine(t *testing.T, out, runID string) string {
+// failedReason returns the line `longhaul run` printed for the failed run
+// ("run ID failed: REASON") and the indented log lines under it, failing
+// the test when there is no such line.
+func failedReason(t *testing.T, out, runID string) (line, tail string) {
 	t.Helper()
 	prefix := "run " + runID + " failed: "
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, prefix) {
-			return l
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			continue
 		}
+		var rest []string
+		for _, r := range lines[i+1:] {
+			if !strings.HasPrefix(r, "  ") {
+				break
+			}
+			rest = append(rest, r)
+		}
+		return l, strings.Join(rest, "\n")
 	}
 	t.Fatalf("no %q line in the output:\n%s", prefix, out)
-	return ""
+	return "", ""
 }
 
 // TestDemoWorkerKillDocker: kill -9 of the worker mid-soak on the docker
@@ -569,4 +588,47 @@ func startWorker(t *testing.T, addr, data string) *proc {
 	w := startProc(t, "worker", "--temporal", addr, "--data", data)
 	w.waitFor("worker on", time.Minute)
 	return w
+}
+
+// TestWorkerStartSweeps: a worker's start (here the in-process worker of
+// `longhaul run`) removes the environments of runs its store knows to be
+// over, and keeps those of running runs and of runs it does not know (they
+// may belong to another store on this host).
+func TestWorkerStartSweeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run")
+	}
+	ctx := context.Background()
+	data := t.TempDir()
+	st := storeOf(t, data)
+	for id, s := range map[string]store.Status{"r-done": store.Completed, "r-live": store.Running} {
+		if err := st.PutRun(ctx, store.Run{ID: id, Name: id, Kind: "soak", Status: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := provision.NewLocal(provision.Options{DataDir: data, StopGrace: time.Second, Logger: discard})
+	spec := scenarios.Environment{Provider: "local", Target: scenarios.Target{Command: []string{soakTarget(t)}, Health: "/health"}}
+	envs := map[string]provision.Environment{}
+	for _, id := range []string{"r-done", "r-live", "r-unknown"} {
+		env, err := l.Provision(ctx, provision.Request{RunID: id, Incarnation: 1, Spec: spec})
+		t.Cleanup(func() { _ = l.Teardown(context.Background(), env) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs[id] = env
+	}
+
+	code, _, stderr := runReport(t, localScenario(t, 2), "--data", data)
+	if code != exitOK {
+		t.Fatalf("longhaul run: exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "removed a leftover of a run that is over") || !strings.Contains(stderr, "run r-done") {
+		t.Errorf("the worker did not log what it swept:\n%s", stderr)
+	}
+	waitGone(t, envs["r-done"].Target.PID)
+	for _, id := range []string{"r-live", "r-unknown"} {
+		if err := l.Check(ctx, envs[id]); err != nil {
+			t.Errorf("environment of %s after the worker's sweep: %v, want it kept", id, err)
+		}
+	}
 }

@@ -274,8 +274,16 @@ func TestFindingsNodeInspectorDocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end docker soak of 15 s")
 	}
-	if err := exec.Command("docker", "image", "inspect", "longhaul/node-target:latest").Run(); err != nil {
-		t.Skip("no docker engine or no longhaul/node-target:latest image (bench/accuracy/node-image.sh builds it)")
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		t.Skip("no docker engine answers")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: no image of the Node.js target can be built")
+	}
+	// Builds longhaul/node-target:latest from this machine's node, or finds
+	// it up to date (a second or so).
+	if out, err := exec.Command("../../bench/accuracy/node-image.sh").CombinedOutput(); err != nil {
+		t.Fatalf("bench/accuracy/node-image.sh: %v\n%s", err, out)
 	}
 	scen := writeScenario(t, `name: e2e-node-docker
 load: {rate: 300, max_vus: 8, duration: 15s, window: 1s, warmup: 1s, timeout: 5s}

@@ -4,7 +4,7 @@
 // against the bar and writes a table to stdout and bench/accuracy/RESULTS.md.
 //
 //	bench/accuracy/run.sh                      # builds what it needs, then runs this
-//	go run ./bench/accuracy/runner -longhaul /tmp/longhaul -demo-target /tmp/demo-target
+//	go run ./bench/accuracy/runner -longhaul /tmp/longhaul
 //
 // Variants (each a scenario under bench/accuracy, per provider):
 //
@@ -125,16 +125,15 @@ type result struct {
 }
 
 type config struct {
-	longhaul   string
-	demoTarget string
-	dir        string // bench/accuracy
-	providers  []string
-	variants   []variant
-	runs       int
-	duration   time.Duration
-	data       string
-	out        string
-	traces     string
+	longhaul  string
+	dir       string // bench/accuracy
+	providers []string
+	variants  []variant
+	runs      int
+	duration  time.Duration
+	data      string
+	out       string
+	traces    string
 }
 
 func main() {
@@ -150,7 +149,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var c config
 	var providers, names string
 	fs.StringVar(&c.longhaul, "longhaul", "", "the longhaul binary (required)")
-	fs.StringVar(&c.demoTarget, "demo-target", "", "the demo target binary, for the local provider (required with it)")
 	fs.StringVar(&c.dir, "dir", "bench/accuracy", "directory of the bench's scenarios")
 	fs.StringVar(&providers, "providers", "docker,local", "providers, comma-separated")
 	fs.StringVar(&names, "variants", "leak,noindex,clean,node-leak,node-clean", "variants, comma-separated")
@@ -169,9 +167,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, p := range c.providers {
 		if p != "docker" && p != "local" {
 			return fmt.Errorf("-providers: unknown provider %q", p)
-		}
-		if p == "local" && c.demoTarget == "" && slices.ContainsFunc(splitList(names), func(n string) bool { return !strings.HasPrefix(n, "node") }) {
-			return errors.New("-demo-target is required for the demo variants on the local provider")
 		}
 	}
 	for _, n := range splitList(names) {
@@ -242,10 +237,6 @@ func soak(c config, round int, provider string, v variant) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.duration+10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.longhaul, args...)
-	cmd.Env = os.Environ()
-	if c.demoTarget != "" {
-		cmd.Env = append(cmd.Env, "LONGHAUL_DEMO_TARGET="+c.demoTarget)
-	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -337,7 +328,7 @@ func resultsMarkdown(c config, rs []result, started time.Time, startLoad float64
 		b.WriteString("\n")
 	}
 	b.WriteString("\n## Runs\n\n")
-	b.WriteString("| round | provider | variant | status | windows | findings (warning or worse; info notes counted) | evidence | verdict | s | load |\n")
+	b.WriteString("| round | provider | variant | status | windows | findings | evidence | verdict | s | load |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		verdict := "pass"
@@ -350,26 +341,20 @@ func resultsMarkdown(c config, rs []result, started time.Time, startLoad float64
 	return b.String()
 }
 
-// findingList is "critical leak, info missing_evidence" or "none".
+// findingList is "critical leak (items), info missing_evidence" or "none",
+// most severe first.
 func findingList(fs []analysis.Finding) string {
 	if len(fs) == 0 {
 		return "none"
 	}
-	var parts []string
-	info := 0
-	for _, f := range fs {
-		if f.Severity.Rank() >= analysis.Warning.Rank() {
-			s := string(f.Severity) + " " + f.Kind
-			if f.Evidence.Table != "" {
-				s += " (" + f.Evidence.Table + ")"
-			}
-			parts = append(parts, s)
-		} else {
-			info++
+	sorted := slices.Clone(fs)
+	slices.SortStableFunc(sorted, func(a, b analysis.Finding) int { return b.Severity.Rank() - a.Severity.Rank() })
+	parts := make([]string, len(sorted))
+	for i, f := range sorted {
+		parts[i] = string(f.Severity) + " " + f.Kind
+		if f.Evidence.Table != "" {
+			parts[i] += " (" + f.Evidence.Table + ")"
 		}
-	}
-	if info > 0 {
-		parts = append(parts, fmt.Sprintf("%d info", info))
 	}
 	return strings.Join(parts, ", ")
 }
