@@ -186,13 +186,15 @@ func runDemo(t *testing.T, windows int, args ...string) demoRun {
 }
 
 // checkCompleted fails unless the demo run completed with every window
-// driven, each with requests and no errors.
+// driven (none lost), each with requests and no errors.
 func (d demoRun) checkCompleted(t *testing.T, windows int) {
 	t.Helper()
 	if d.code != exitOK || d.run.Status != store.Completed {
 		t.Fatalf("exit %d, status %s (%s), want 0, completed; stderr:\n%s", d.code, d.run.Status, d.run.Reason, d.stderr)
 	}
-	checkWindows(t, d.ws, windows)
+	if gaps := checkWindows(t, d.ws, windows); gaps != 0 || d.report.Windows != windows {
+		t.Errorf("%d gaps, report line counts %d windows; want none, %d", gaps, d.report.Windows, windows)
+	}
 	for _, w := range d.ws {
 		if w.Gap {
 			continue
