@@ -29,6 +29,9 @@ var benign = []string{
 // start up (they connect before the frontend is serving, then retry).
 var benignErrors = []string{
 	"Frontend is not healthy yet",
+	// Membership of a one-process cluster settles within the first second;
+	// until then the services' first calls to each other find no host.
+	"Not enough hosts to serve the request",
 }
 
 var _ log.Logger = serverLogger{}
