@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/spf13/cobra"
 )
 
@@ -45,25 +44,12 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		return badInputf("--port %d: want 1..65535", f.port)
 	}
 	log := a.logger()
-	dataDir, err := a.dataDir(f.data)
-	if err != nil {
-		return badInput{err}
-	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
+	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	var set *metrics.Set
-	if f.metricsAddr != "" {
-		set = metrics.NewSet()
-		stop, err := serveMetrics(f.metricsAddr, set)
-		if err != nil {
-			return badInput{err}
-		}
-		defer stop()
-	}
-	srv, err := a.startDevServer(ctx, dataDir, f.port, log)
+	defer svc.Close()
+	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, log)
 	if err != nil {
 		return err
 	}
@@ -75,7 +61,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	defer c.Close()
 	workerNote := "no worker"
 	if f.worker {
-		w, err := a.newSoakWorker(ctx, c, st, dataDir, set, log)
+		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, log)
 		if err != nil {
 			return err
 		}
@@ -85,7 +71,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		defer w.Stop()
 		workerNote = "worker on " + w.HostQueue()
 	}
-	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), %s; store %s\n", srv.Address(), srv.Namespace(), workerNote, where)
+	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), %s; store %s\n", srv.Address(), srv.Namespace(), workerNote, svc.where)
 	fmt.Fprintf(a.stdout, "run soaks with: longhaul run FILE --temporal %s\n", srv.Address())
 	select {
 	case <-ctx.Done():

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -200,32 +199,16 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		return err
 	}
 	log := a.logger()
-	if f.store == "" && f.temporal != "" {
-		f.store = a.getenv("LONGHAUL_STORE")
-	}
-	dataDir, err := a.dataDir(f.data)
-	if err != nil {
-		return badInput{err}
-	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
+	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	var set *metrics.Set
-	if f.metricsAddr != "" {
-		set = metrics.NewSet()
-		stop, err := serveMetrics(f.metricsAddr, set)
-		if err != nil {
-			return badInput{err}
-		}
-		defer stop()
-	}
+	defer svc.Close()
+	st := svc.store
 
 	hostPort := f.temporal
 	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, dataDir, 0, log)
+		srv, err := a.startDevServer(ctx, svc.dataDir, 0, log)
 		if err != nil {
 			return err
 		}
@@ -239,7 +222,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	defer c.Close()
 	if f.temporal == "" {
-		w, err := a.newSoakWorker(ctx, c, st, dataDir, set, log)
+		w, err := a.newSoakWorker(ctx, c, st, svc.dataDir, svc.metrics, log)
 		if err != nil {
 			return err
 		}
@@ -259,7 +242,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		TargetURL: p.scenario.Environment.Target.URL, CreatedAt: time.Now(),
 	}
 	if err := st.PutRun(ctx, run); err != nil {
-		return fmt.Errorf("record the run in %s: %w", where, err)
+		return fmt.Errorf("record the run in %s: %w", svc.where, err)
 	}
 	in := workflows.SoakInput{
 		RunID: run.ID, Name: run.Name, Duration: p.duration, Window: p.window,
@@ -273,15 +256,15 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	if f.detach {
 		fmt.Fprintf(a.stdout, "run %s submitted (workflow %s)\n", run.ID, run.WorkflowID)
 		if f.temporal == "" {
-			fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the run continues when 'longhaul dev --data %s' starts\n", dataDir)
+			fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the run continues when 'longhaul dev --data %s' starts\n", svc.dataDir)
 		}
 		return nil
 	}
 	p.detachNote = fmt.Sprintf("run %s goes on (longhaul report %s)", run.ID, run.ID)
 	if f.temporal == "" {
-		p.detachNote = fmt.Sprintf("run %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", run.ID, dataDir)
+		p.detachNote = fmt.Sprintf("run %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", run.ID, svc.dataDir)
 	}
-	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.duration, p.window, where)
+	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.duration, p.window, svc.where)
 	return a.follow(ctx, c, st, wr, run.ID, p)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/spf13/cobra"
 )
 
@@ -46,34 +45,18 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.temporal == "" {
 		return badInputf("--temporal HOST:PORT is required (for the embedded server use 'longhaul dev')")
 	}
-	if f.store == "" {
-		f.store = a.getenv("LONGHAUL_STORE")
-	}
 	log := a.logger()
-	dataDir, err := a.dataDir(f.data)
-	if err != nil {
-		return badInput{err}
-	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
+	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	var set *metrics.Set
-	if f.metricsAddr != "" {
-		set = metrics.NewSet()
-		stop, err := serveMetrics(f.metricsAddr, set)
-		if err != nil {
-			return badInput{err}
-		}
-		defer stop()
-	}
+	defer svc.Close()
 	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, log)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(ctx, c, st, dataDir, set, log)
+	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, log)
 	if err != nil {
 		return err
 	}
@@ -81,7 +64,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer w.Stop()
-	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), where)
+	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), svc.where)
 	select {
 	case <-ctx.Done():
 	case <-a.interrupts:

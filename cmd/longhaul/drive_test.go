@@ -305,8 +305,10 @@ func TestDriveErrorClasses(t *testing.T) {
 			defer srv.Close()
 			if tt.closeAfter > 0 {
 				time.AfterFunc(tt.closeAfter, func() {
-					srv.CloseClientConnections()
+					// Listener first: a connection accepted between the two
+					// calls would otherwise stay open and keep serving.
 					srv.Listener.Close()
+					srv.CloseClientConnections()
 				})
 			}
 			scenario := writeScenario(t, helloScenario+"load: {timeout: 200ms}\n")
