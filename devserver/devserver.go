@@ -149,16 +149,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		dynamicconfig.HistoryLongPollExpirationInterval.Key(): []dynamicconfig.ConstrainedValue{{Value: opts.LongPoll}},
 	}
 	stopping := new(atomic.Bool)
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(newServerLogger(opts.Logger, stopping)),
-		temporal.WithDynamicConfigClient(dc),
-	)
+	srv, err := newServer(cfg, dc, newServerLogger(opts.Logger, stopping))
 	if err != nil {
 		return nil, fmt.Errorf("start temporal dev server: %w", err)
 	}
-	if err := srv.Start(); err != nil {
+	if err := startServer(srv); err != nil {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("start temporal dev server on %s: %w", dbPath, err)
 	}
@@ -194,6 +189,36 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
+// newServer builds the server. The server reports a failure while it is being
+// built (a port it cannot bind, say) through its logger's Fatal, which panics
+// with a serverFatal; that comes back here as an error, so the command prints
+// one line instead of a stack.
+func newServer(cfg *config.Config, dc dynamicconfig.Client, logger serverLogger) (srv temporal.Server, err error) {
+	defer recoverFatal(&err)
+	return temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dc),
+	)
+}
+
+// startServer starts srv, with a Fatal during start-up returned as an error.
+func startServer(srv temporal.Server) (err error) {
+	defer recoverFatal(&err)
+	return srv.Start()
+}
+
+func recoverFatal(err *error) {
+	if r := recover(); r != nil {
+		f, ok := r.(serverFatal)
+		if !ok {
+			panic(r)
+		}
+		*err = f
+	}
+}
+
 // frontendPort picks the frontend port: the one asked for, else DefaultPort
 // when free, else any free port.
 func frontendPort(asked int) (int, error) {
@@ -227,18 +252,51 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// portSet hands out distinct free ports for the server's services. Each port
+// stays bound until close, so the kernel cannot hand the same one out twice
+// (one after another, listen-and-close on port 0 may return the same port),
+// and the frontend's port, free but not yet bound, is never handed out to
+// another service: either would fail the server's start with "address
+// already in use".
+type portSet struct {
+	avoid int
+	held  []net.Listener
+}
+
+func (p *portSet) next() (int, error) {
+	for range 8 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("find a free port: %w", err)
+		}
+		p.held = append(p.held, l)
+		if port := l.Addr().(*net.TCPAddr).Port; port != p.avoid {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("find a free port other than %d: the kernel keeps returning it", p.avoid)
+}
+
+func (p *portSet) close() {
+	for _, l := range p.held {
+		_ = l.Close()
+	}
+}
+
 // serverConfig is a single-node, single-shard configuration: every service in
 // this process, SQLite for persistence and visibility, no archival, metrics
 // and pprof off (longhaul exposes its own metrics).
 func serverConfig(dbPath string, frontend int) (*config.Config, error) {
+	ports := portSet{avoid: frontend}
+	defer ports.close()
 	svc := func(grpc int) (config.Service, error) {
 		var err error
 		if grpc == 0 {
-			if grpc, err = freePort(); err != nil {
+			if grpc, err = ports.next(); err != nil {
 				return config.Service{}, err
 			}
 		}
-		membership, err := freePort()
+		membership, err := ports.next()
 		if err != nil {
 			return config.Service{}, err
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
 )
 
 func quietLogger() *slog.Logger {
@@ -185,4 +189,54 @@ func TestFrontendPortFallsBack(t *testing.T) {
 	if got == DefaultPort || got == 0 {
 		t.Errorf("frontendPort(0) with %d taken = %d, want another free port", DefaultPort, got)
 	}
+}
+
+// TestPortSetDistinct: the services' ports are distinct and never the
+// frontend's, even when the frontend's port is the kernel's next pick.
+func TestPortSetDistinct(t *testing.T) {
+	frontend := testPort(t)
+	ps := portSet{avoid: frontend}
+	defer ps.close()
+	seen := map[int]bool{frontend: true}
+	for range 7 {
+		p, err := ps.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice (frontend %d)", p, frontend)
+		}
+		seen[p] = true
+	}
+}
+
+// TestServerFatalIsAnError: a frontend port taken after it was checked (by
+// another process, in the gap before the server binds it) makes the server
+// fail while it is built; that is an error naming the port, not a panic.
+func TestServerFatalIsAnError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	cfg, err := serverConfig(filepath.Join(t.TempDir(), DBFileName), taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlite.SetupSchema(cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := newServer(cfg, nil, newServerLogger(quietLogger(), new(atomic.Bool)))
+	if err == nil {
+		err = startServer(srv)
+		_ = srv.Stop()
+	}
+	if err == nil {
+		t.Fatalf("server started on taken port %d", taken)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "address already in use") || !strings.Contains(msg, strconv.Itoa(taken)) {
+		t.Errorf("error %q, want one naming the port and \"address already in use\"", msg)
+	}
+	t.Logf("error: %v", err)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -471,10 +470,7 @@ func TestDemoWorkerKillDocker(t *testing.T) {
 	}
 	requireDocker(t)
 	data := t.TempDir()
-	port := strconv.Itoa(freeTCPPort(t))
-	addr := net.JoinHostPort("127.0.0.1", port)
-	dev := startProc(t, "dev", "--data", data, "--port", port, "--worker=false")
-	dev.waitFor("temporal dev server at", time.Minute)
+	_, addr := startDev(t, data, "--worker=false")
 	tc, err := client.Dial(client.Options{HostPort: addr, Namespace: "default", Logger: sdklog.NewStructuredLogger(discard)})
 	if err != nil {
 		t.Fatal(err)

@@ -141,17 +141,47 @@ func startProcWith(t *testing.T, o procOptions, args ...string) *proc {
 
 func (p *proc) waitFor(what string, timeout time.Duration) {
 	p.t.Helper()
+	if !p.waitForOrExit(what, timeout) {
+		p.t.Fatalf("process exited before printing %q:\n%s", what, p.out.String())
+	}
+}
+
+// waitForOrExit waits until the process prints what (true) or exits first
+// (false); it fails the test after timeout.
+func (p *proc) waitForOrExit(what string, timeout time.Duration) bool {
+	p.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !strings.Contains(p.out.String(), what) {
 		select {
 		case <-p.done:
-			p.t.Fatalf("process exited before printing %q:\n%s", what, p.out.String())
+			return strings.Contains(p.out.String(), what)
 		default:
 		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("no %q after %s:\n%s", what, timeout, p.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// startDev starts `longhaul dev --data data` on a free port and waits until
+// its frontend serves; it returns the process and the frontend's address. The
+// test finds the port free and the child binds it later, so another process
+// (a parallel test package) can take it in between: then the start is tried
+// again on a fresh port.
+func startDev(t *testing.T, data string, args ...string) (*proc, string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		port := strconv.Itoa(freeTCPPort(t))
+		dev := startProc(t, append([]string{"dev", "--data", data, "--port", port}, args...)...)
+		if dev.waitForOrExit("temporal dev server at", time.Minute) {
+			return dev, net.JoinHostPort("127.0.0.1", port)
+		}
+		if attempt == 3 || !strings.Contains(dev.out.String(), "address already in use") {
+			t.Fatalf("longhaul dev exited before serving:\n%s", dev.out.String())
+		}
+		t.Logf("port %s was taken before longhaul dev bound it; trying another", port)
 	}
 }
 
@@ -352,10 +382,7 @@ func TestSoakSurvivesWorkerKill(t *testing.T) {
 		t.Skip("end-to-end soak (~45 s)")
 	}
 	data := t.TempDir()
-	addr := "127.0.0.1:" + strconv.Itoa(freeTCPPort(t))
-	_, port, _ := net.SplitHostPort(addr)
-	dev := startProc(t, "dev", "--data", data, "--port", port, "--worker=false")
-	dev.waitFor("temporal dev server at", time.Minute)
+	_, addr := startDev(t, data, "--worker=false")
 	w1 := startProc(t, "worker", "--temporal", addr, "--data", data)
 	w1.waitFor("worker on", time.Minute)
 
@@ -409,10 +436,8 @@ func TestSoakSurvivesDevRestart(t *testing.T) {
 		t.Skip("end-to-end soak (~40 s)")
 	}
 	data := t.TempDir()
-	port := strconv.Itoa(freeTCPPort(t))
-	addr := "127.0.0.1:" + port
-	dev := startProc(t, "dev", "--data", data, "--port", port)
-	dev.waitFor("temporal dev server at", time.Minute)
+	dev, addr := startDev(t, data)
+	_, port, _ := net.SplitHostPort(addr)
 
 	r := startSoakRun(t, localScenario(t, 12), "--temporal", addr, "--data", data, "--format", "json")
 	st := storeOf(t, data)
