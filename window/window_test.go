@@ -1,0 +1,126 @@
+package window
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+// encoded returns an encoded histogram of n latencies of us microseconds.
+func encoded(t *testing.T, us int64, n int) []byte {
+	t.Helper()
+	h := NewHistogram()
+	for range n {
+		Record(h, us)
+	}
+	b, err := EncodeHistogram(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestHistogramRoundTrip(t *testing.T) {
+	h := NewHistogram()
+	for us := int64(1); us <= 100_000; us *= 3 {
+		Record(h, us)
+	}
+	Record(h, 0)            // clamped up to MinMicros
+	Record(h, 10*MaxMicros) // clamped down to MaxMicros
+	b, err := EncodeHistogram(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeHistogram(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TotalCount() != h.TotalCount() || LatencyOf(got) != LatencyOf(h) {
+		t.Errorf("decoded %d values %+v, want %d %+v", got.TotalCount(), LatencyOf(got), h.TotalCount(), LatencyOf(h))
+	}
+	if max := LatencyOf(got).Max; math.Abs(max-float64(MaxMicros)/1000) > float64(MaxMicros)/1000*1e-3 {
+		t.Errorf("max %.1f ms, want the clamp %d µs", max, MaxMicros)
+	}
+	empty, err := DecodeHistogram(nil)
+	if err != nil || empty.TotalCount() != 0 || LatencyOf(empty) != (Latency{}) {
+		t.Errorf("DecodeHistogram(nil) = %v, %v; want an empty histogram", empty, err)
+	}
+	if _, err := DecodeHistogram([]byte("not a histogram")); err == nil {
+		t.Error("DecodeHistogram accepted garbage")
+	}
+}
+
+// TestMergeUsesMergedHistograms: a fast busy window and a slow quiet one. The
+// run's p50 is the fast latency (most requests were fast), which averaging the
+// windows' percentiles would get wrong; a gap is counted and skipped; RPS is
+// over the windows' own durations.
+func TestMergeUsesMergedHistograms(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	fast := Window{Index: 0, Start: t0, End: t0.Add(10 * time.Second), Requests: 900, OK: 899,
+		Histogram: encoded(t, 1_000, 900),
+		Ops:       map[string]OpStats{"get": {Requests: 900, OK: 899, Histogram: encoded(t, 1_000, 900)}}}
+	fast.Errors.Add(Status5xx, 1)
+	gap := Window{Index: 1, Start: t0.Add(10 * time.Second), End: t0.Add(20 * time.Second), Gap: true}
+	slow := Window{Index: 2, Start: t0.Add(20 * time.Second), End: t0.Add(30 * time.Second), Requests: 100, OK: 100,
+		Histogram: encoded(t, 100_000, 100),
+		Ops:       map[string]OpStats{"get": {Requests: 100, OK: 100, Histogram: encoded(t, 100_000, 100)}}}
+
+	s, err := Merge([]Window{fast, gap, slow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Windows != 2 || s.Gaps != 1 || s.Requests != 1000 || s.OK != 999 || s.Errors.Get(Status5xx) != 1 {
+		t.Errorf("counts: %+v", s)
+	}
+	if !s.Start.Equal(t0) || !s.End.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("span %v..%v", s.Start, s.End)
+	}
+	if s.RPS != 50 { // 1,000 requests over 20 s of windows, the gap not counted
+		t.Errorf("rps %.2f, want 50", s.RPS)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= want*1e-3 }
+	if !near(s.LatencyMs.P50, 1) || !near(s.LatencyMs.P90, 1) || !near(s.LatencyMs.P99, 100) || !near(s.LatencyMs.Max, 100) {
+		t.Errorf("latency %+v, want p50 = p90 = 1 ms, p99 = max = 100 ms", s.LatencyMs)
+	}
+	if op := s.Ops["get"]; op.Requests != 1000 || !near(op.LatencyMs.P50, 1) || !near(op.LatencyMs.P99, 100) {
+		t.Errorf("op get %+v", op)
+	}
+
+	bad := slow
+	bad.Histogram = []byte("corrupt")
+	if _, err := Merge([]Window{fast, bad}); err == nil {
+		t.Error("Merge accepted a corrupt histogram")
+	}
+}
+
+func TestClassesAndErrors(t *testing.T) {
+	for c := Class(0); c < NumClasses; c++ {
+		got, ok := ParseClass(c.String())
+		if !ok || got != c {
+			t.Errorf("ParseClass(%q) = %v, %v", c.String(), got, ok)
+		}
+	}
+	if _, ok := ParseClass("teapot"); ok {
+		t.Error("ParseClass accepted an unknown class")
+	}
+	var e Errors
+	for c := Class(0); c < NumClasses; c++ {
+		e.Add(c, int64(c)+1)
+	}
+	if e.Get(OK) != 0 || e.Get(Interrupted) != int64(Interrupted)+1 {
+		t.Errorf("Get: ok %d, interrupted %d", e.Get(OK), e.Get(Interrupted))
+	}
+	// Every class but OK: 2+3+...+9.
+	if e.Total() != 44 {
+		t.Errorf("Total %d, want 44", e.Total())
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Errors
+	if err := json.Unmarshal(b, &back); err != nil || back != e {
+		t.Errorf("JSON round trip %s → %+v, %v", b, back, err)
+	}
+}
