@@ -149,12 +149,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		dynamicconfig.HistoryLongPollExpirationInterval.Key(): []dynamicconfig.ConstrainedValue{{Value: opts.LongPoll}},
 	}
 	stopping := new(atomic.Bool)
-	srv, err := newServer(cfg, dc, newServerLogger(opts.Logger, stopping))
+	srv, err := startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
 	if err != nil {
-		return nil, fmt.Errorf("start temporal dev server: %w", err)
-	}
-	if err := startServer(srv); err != nil {
-		_ = srv.Stop()
 		return nil, fmt.Errorf("start temporal dev server on %s: %w", dbPath, err)
 	}
 	s := &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port)), namespace: opts.Namespace, dbPath: dbPath, lock: lock, stopping: stopping}
@@ -189,34 +185,39 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-// newServer builds the server. The server reports a failure while it is being
-// built (a port it cannot bind, say) through its logger's Fatal, which panics
-// with a serverFatal; that comes back here as an error, so the command prints
-// one line instead of a stack.
-func newServer(cfg *config.Config, dc dynamicconfig.Client, logger serverLogger) (srv temporal.Server, err error) {
-	defer recoverFatal(&err)
-	return temporal.NewServer(
+// startServer builds and starts the server. The server reports a failure
+// while it starts (a port it cannot bind, say) through its logger's Fatal,
+// which panics with a serverFatal; that is returned here as the error, so the
+// command prints one line instead of a stack.
+func startServer(cfg *config.Config, dc dynamicconfig.Client, logger serverLogger) (srv temporal.Server, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		f, ok := r.(serverFatal)
+		if !ok {
+			panic(r)
+		}
+		if srv != nil {
+			_ = srv.Stop()
+		}
+		srv, err = nil, f
+	}()
+	srv, err = temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(logger),
 		temporal.WithDynamicConfigClient(dc),
 	)
-}
-
-// startServer starts srv, with a Fatal during start-up returned as an error.
-func startServer(srv temporal.Server) (err error) {
-	defer recoverFatal(&err)
-	return srv.Start()
-}
-
-func recoverFatal(err *error) {
-	if r := recover(); r != nil {
-		f, ok := r.(serverFatal)
-		if !ok {
-			panic(r)
-		}
-		*err = f
+	if err != nil {
+		return nil, err
 	}
+	if err := srv.Start(); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	return srv, nil
 }
 
 // frontendPort picks the frontend port: the one asked for, else DefaultPort
@@ -244,12 +245,9 @@ func portFree(port int) bool {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	var ps portSet
+	defer ps.close()
+	return ps.next()
 }
 
 // portSet hands out distinct free ports for the server's services. Each port

@@ -65,6 +65,17 @@ func testPort(t *testing.T) int {
 	return p
 }
 
+// takenPort returns a port of 127.0.0.1 that stays bound until the test ends.
+func takenPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // TestRunStopRestart runs a workflow, then starts one with a timer, stops the
 // server while it waits, and checks that a server restarted on the same file
 // finishes it.
@@ -139,12 +150,7 @@ func TestRunStopRestart(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	taken := l.Addr().(*net.TCPAddr).Port
+	taken := takenPort(t)
 
 	tests := []struct {
 		name string
@@ -214,12 +220,7 @@ func TestPortSetDistinct(t *testing.T) {
 // another process, in the gap before the server binds it) makes the server
 // fail while it is built; that is an error naming the port, not a panic.
 func TestServerFatalIsAnError(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	taken := l.Addr().(*net.TCPAddr).Port
+	taken := takenPort(t)
 	cfg, err := serverConfig(filepath.Join(t.TempDir(), DBFileName), taken)
 	if err != nil {
 		t.Fatal(err)
@@ -227,12 +228,9 @@ func TestServerFatalIsAnError(t *testing.T) {
 	if err := sqlite.SetupSchema(cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newServer(cfg, nil, newServerLogger(quietLogger(), new(atomic.Bool)))
+	srv, err := startServer(cfg, nil, newServerLogger(quietLogger(), new(atomic.Bool)))
 	if err == nil {
-		err = startServer(srv)
 		_ = srv.Stop()
-	}
-	if err == nil {
 		t.Fatalf("server started on taken port %d", taken)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "address already in use") || !strings.Contains(msg, strconv.Itoa(taken)) {

@@ -2,7 +2,6 @@ package devserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -88,37 +87,20 @@ func (s serverLogger) Panic(msg string, tags ...tag.Tag) {
 func (s serverLogger) Fatal(msg string, tags ...tag.Tag) {
 	// The server treats Fatal as "does not return".
 	s.log(slog.LevelError, msg, tags)
-	panic(serverFatal{msg: msg, err: tagError(tags)})
-}
-
-// serverFatal is what Fatal panics with; Start turns it into its error.
-type serverFatal struct {
-	msg string
-	err error // the "error" tag, when there is one
-}
-
-func (f serverFatal) Error() string {
-	if f.err != nil {
-		return fmt.Sprintf("temporal server: %s: %v", f.msg, f.err)
-	}
-	return "temporal server: " + f.msg
-}
-
-func (f serverFatal) Unwrap() error { return f.err }
-
-// tagError returns the error among the tags: a value that is an error, or
-// the "error" tag's text.
-func tagError(tags []tag.Tag) error {
 	for _, t := range tags {
-		if err, ok := t.Value().(error); ok {
-			return err
-		}
 		if t.Key() == "error" {
-			return errors.New(fmt.Sprint(t.Value()))
+			msg = fmt.Sprintf("%s: %v", msg, tagValue(t))
+			break
 		}
 	}
-	return nil
+	panic(serverFatal(msg))
 }
+
+// serverFatal is what Fatal panics with: the message and the "error" tag's
+// text. Start returns it as its error.
+type serverFatal string
+
+func (f serverFatal) Error() string { return "temporal server: " + string(f) }
 
 // With returns a logger that adds tags to every line.
 func (s serverLogger) With(tags ...tag.Tag) log.Logger {

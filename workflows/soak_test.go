@@ -78,6 +78,30 @@ func (f *fixture) run() (SoakResult, error) {
 	return res, err
 }
 
+// cancelAt cancels the workflow when the drive reaches window index; the
+// drive then waits for its cancellation, as a heartbeating activity does.
+func (f *fixture) cancelAt(index int) {
+	f.drv.Before = func(ctx context.Context, _, i int) error {
+		if i == index {
+			f.env.CancelWorkflow()
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}
+}
+
+// killTargetAt kills incarnation 1's target when the drive reaches window
+// index; the drive goes on and finds it dead.
+func (f *fixture) killTargetAt(index int) {
+	f.drv.Before = func(_ context.Context, _, i int) error {
+		if i == index {
+			f.prov.Kill("r1-1")
+		}
+		return nil
+	}
+}
+
 // slots renders the stored windows as "incarnation/index" with a "gap"
 // suffix, and the attempt (Dropped) that wrote each one.
 func (f *fixture) slots(t *testing.T) (keys []string, attempts []int64) {
@@ -247,12 +271,7 @@ func TestSoakEnvironmentLost(t *testing.T) {
 // environment is still torn down.
 func TestSoakTargetFails(t *testing.T) {
 	f := newFixture(t, 10)
-	f.drv.Before = func(_ context.Context, call, index int) error {
-		if index == 4 {
-			f.prov.Kill("r1-1")
-		}
-		return nil
-	}
+	f.killTargetAt(4)
 	res, err := f.run()
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != ErrTypeSoakFailed {
@@ -285,14 +304,7 @@ func TestSoakTargetFails(t *testing.T) {
 // the status is cancelled and windows 0..2 are kept.
 func TestSoakCancelled(t *testing.T) {
 	f := newFixture(t, 10)
-	f.drv.Before = func(ctx context.Context, call, index int) error {
-		if index == 3 {
-			f.env.CancelWorkflow()
-			<-ctx.Done()
-			return ctx.Err()
-		}
-		return nil
-	}
+	f.cancelAt(3)
 	_, err := f.run()
 	if !temporal.IsCanceledError(err) {
 		t.Fatalf("workflow error = %v, want canceled", err)
@@ -410,24 +422,8 @@ func TestSoakAnalysesEveryEnd(t *testing.T) {
 		want  int // Analyze calls
 	}{
 		{"completed", func(*fixture) {}, 1},
-		{"target died", func(f *fixture) {
-			f.drv.Before = func(_ context.Context, _, index int) error {
-				if index == 4 {
-					f.prov.Kill("r1-1")
-				}
-				return nil
-			}
-		}, 1},
-		{"cancelled", func(f *fixture) {
-			f.drv.Before = func(ctx context.Context, _, index int) error {
-				if index == 3 {
-					f.env.CancelWorkflow()
-					<-ctx.Done()
-					return ctx.Err()
-				}
-				return nil
-			}
-		}, 1},
+		{"target died", func(f *fixture) { f.killTargetAt(4) }, 1},
+		{"cancelled", func(f *fixture) { f.cancelAt(3) }, 1},
 		{"provision failed", func(f *fixture) { f.prov.Fail = errors.New("no docker engine") }, 0},
 	}
 	for _, tt := range tests {
