@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
@@ -130,14 +131,28 @@ func (s *sqlStore) GetRun(ctx context.Context, id string) (Run, error) {
 	return r, nil
 }
 
+// runFilter is the WHERE clause of ListRuns and CountRuns, with its
+// arguments as $1..$4.
+const runFilter = ` WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2) AND ($3 = '' OR kind = $3)
+	AND ($4 = '' OR LOWER(name) LIKE $4 ESCAPE '\')`
+
+func runFilterArgs(opts ListOptions) []any {
+	like := ""
+	if opts.NameContains != "" {
+		like = "%" + likeEscaper.Replace(strings.ToLower(opts.NameContains)) + "%"
+	}
+	return []any{string(opts.Status), opts.Name, opts.Kind, like}
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
 func (s *sqlStore) ListRuns(ctx context.Context, opts ListOptions) ([]Run, error) {
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	q := `SELECT ` + runColumns + ` FROM runs WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2)
-		ORDER BY created_ns DESC, id DESC LIMIT $3`
-	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), string(opts.Status), opts.Name, limit)
+	q := `SELECT ` + runColumns + ` FROM runs` + runFilter + ` ORDER BY created_ns DESC, id DESC LIMIT $5 OFFSET $6`
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), append(runFilterArgs(opts), limit, max(opts.Offset, 0))...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -154,6 +169,79 @@ func (s *sqlStore) ListRuns(ctx context.Context, opts ListOptions) ([]Run, error
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return runs, nil
+}
+
+func (s *sqlStore) CountRuns(ctx context.Context, opts ListOptions) (int, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, s.d.rebind(`SELECT COUNT(*) FROM runs`+runFilter), runFilterArgs(opts)...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	return n, nil
+}
+
+func (s *sqlStore) Counts(ctx context.Context, ids []string) (map[string]RunCounts, error) {
+	out := map[string]RunCounts{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in, args := inList(ids)
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT run_id, COUNT(*), SUM(gap) FROM windows WHERE run_id IN (`+in+`) GROUP BY run_id`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count windows: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id      string
+			n, gaps int
+		)
+		if err := rows.Scan(&id, &n, &gaps); err != nil {
+			return nil, fmt.Errorf("count windows: %w", err)
+		}
+		out[id] = RunCounts{Windows: n, Gaps: gaps}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count windows: %w", err)
+	}
+	rows.Close()
+	frows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT run_id, severity, COUNT(*) FROM findings WHERE run_id IN (`+in+`) GROUP BY run_id, severity`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count findings: %w", err)
+	}
+	defer frows.Close()
+	for frows.Next() {
+		var (
+			id, sev string
+			n       int
+		)
+		if err := frows.Scan(&id, &sev, &n); err != nil {
+			return nil, fmt.Errorf("count findings: %w", err)
+		}
+		c := out[id]
+		if c.Findings == nil {
+			c.Findings = map[analysis.Severity]int{}
+		}
+		c.Findings[analysis.Severity(sev)] = n
+		out[id] = c
+	}
+	if err := frows.Err(); err != nil {
+		return nil, fmt.Errorf("count findings: %w", err)
+	}
+	return out, nil
+}
+
+// inList returns "$1, $2, ..." for ids and the ids as arguments.
+func inList(ids []string) (string, []any) {
+	var b strings.Builder
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", i+1)
+		args[i] = id
+	}
+	return b.String(), args
 }
 
 func (s *sqlStore) SetStatus(ctx context.Context, id string, st Status, reason string, at time.Time) error {
@@ -219,6 +307,11 @@ func (s *sqlStore) PutWindow(ctx context.Context, w window.Window) error {
 		}
 		return fmt.Errorf("put window %s/%d/%d: %w", w.RunID, w.Incarnation, w.Index, err)
 	}
+	// The window is committed; its rollups are derived data. One that
+	// fails to be written is merged from finer rows when read, so its
+	// error must not fail the commit (and make the caller retry a
+	// window that is safely stored).
+	_ = s.rollUp(ctx, w.RunID, w.Index)
 	return nil
 }
 

@@ -67,8 +67,44 @@ type Run struct {
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
 type ListOptions struct {
 	Status Status
-	Name   string
-	Limit  int
+	Name   string // exact scenario name
+	// NameContains keeps runs whose name contains it (case-insensitive).
+	NameContains string
+	Kind         string
+	Limit        int
+	// Offset skips that many runs of the ordered list (pagination).
+	Offset int
+}
+
+// RunCounts are the per-run figures a list of runs shows.
+type RunCounts struct {
+	Windows int // window rows, gaps included
+	Gaps    int
+	// Findings counts the run's findings by severity.
+	Findings map[analysis.Severity]int
+}
+
+// SpanQuery selects windows of a run for a chart: indexes in
+// [FromIndex, ToIndex) (ToIndex 0: to the end), merged into at most about
+// MaxPoints spans (0: DefaultMaxPoints). Ops asks for the ops' figures too.
+type SpanQuery struct {
+	FromIndex, ToIndex int
+	MaxPoints          int
+	Ops                bool
+}
+
+// DefaultMaxPoints is the resolution of a chart when SpanQuery.MaxPoints is 0.
+const DefaultMaxPoints = 2000
+
+// Span is consecutive windows merged exactly into one (window.Combine), or
+// a single window. Window.Index is the first index; histograms are left
+// out (their percentiles are in LatencyMs).
+type Span struct {
+	window.Window
+	LastIndex       int
+	LastIncarnation int
+	Windows         int // windows merged, gaps included
+	Gaps            int
 }
 
 // WindowQuery selects windows of a run. Incarnation < 0 means all
@@ -89,6 +125,11 @@ type Store interface {
 	GetRun(ctx context.Context, id string) (Run, error)
 	// ListRuns returns runs, newest first.
 	ListRuns(ctx context.Context, opts ListOptions) ([]Run, error)
+	// CountRuns counts the runs ListRuns would return without Limit and Offset.
+	CountRuns(ctx context.Context, opts ListOptions) (int, error)
+	// Counts returns the window and finding counts of the given runs (a run
+	// with neither is absent from the map).
+	Counts(ctx context.Context, runIDs []string) (map[string]RunCounts, error)
 	// SetStatus records a status change; a final status also sets EndedAt,
 	// running sets StartedAt when it is unset.
 	SetStatus(ctx context.Context, id string, s Status, reason string, at time.Time) error
@@ -98,6 +139,12 @@ type Store interface {
 	PutWindow(ctx context.Context, w window.Window) error
 	// Windows returns the run's windows ordered by incarnation then index.
 	Windows(ctx context.Context, runID string, q WindowQuery) ([]window.Window, error)
+	// Spans returns the run's windows in q's range ordered by index, merged
+	// into at most about q.MaxPoints spans of 8^L windows each (L the
+	// smallest level that fits; at most 3), from the rollups PutWindow keeps
+	// where they are complete, merged on the fly elsewhere. A range that fits
+	// gives the windows themselves (full resolution).
+	Spans(ctx context.Context, runID string, q SpanQuery) ([]Span, error)
 
 	// PutFindings replaces the run's findings.
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error

@@ -67,6 +67,10 @@ func runSuite(t *testing.T, open backend) {
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
+		{"ListRunsPages", testListRunsPages},
+		{"Counts", testCounts},
+		{"Spans", testSpans},
+		{"SpansLongRun", testSpansLongRun},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })

@@ -1,0 +1,197 @@
+package window
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Combine merges consecutive windows into one window that spans them all, as
+// a chart downsamples a long run: counts are summed, percentiles come from the
+// merged HDR histograms (overall and per op, which Combine also carries, so a
+// combined window can be combined again exactly), never from averaging.
+//
+// The result takes RunID, Incarnation and Index from the first window of ws,
+// Start from the earliest and End from the latest. RPS is requests over the
+// summed durations of the windows with measurements. Gauges read at window
+// close take the last reading: VUs, Target, RSS, a table's live rows; the heap
+// takes the last forced-GC checkpoint when there is one (it is the leak
+// evidence), else the last reading. InFlight is the largest. CPU seconds and
+// database deltas are summed and the per-request figures recomputed from the
+// sums over the windows that had the reading. A result made only of gap
+// windows is a gap. ws must be non-empty.
+func Combine(ws []Window) (Window, error) {
+	if len(ws) == 0 {
+		return Window{}, fmt.Errorf("combine: no windows")
+	}
+	out := Window{RunID: ws[0].RunID, Incarnation: ws[0].Incarnation, Index: ws[0].Index, Start: ws[0].Start, End: ws[0].End, Gap: true}
+	all := newCounts()
+	ops := map[string]*counts{}
+	var (
+		busySecs               float64
+		cpu                    probeSum
+		db                     *Database
+		dbRequests             int64
+		dbRead                 float64
+		tables                 map[string]*tableSum
+		heap, forcedHeap       *int64
+		failures               []ProbeFailure
+		sawProbeFailures, some bool
+	)
+	for _, w := range ws {
+		if w.Start.Before(out.Start) {
+			out.Start = w.Start
+		}
+		if w.End.After(out.End) {
+			out.End = w.End
+		}
+		if w.Gap {
+			continue
+		}
+		out.Gap, some = false, true
+		busySecs += w.Duration().Seconds()
+		out.Requests += w.Requests
+		out.OK += w.OK
+		out.Errors.AddAll(w.Errors)
+		out.Dropped += w.Dropped
+		out.Skipped += w.Skipped
+		out.VUs = w.VUs
+		out.InFlight = max(out.InFlight, w.InFlight)
+		out.Target = w.Target
+		if err := all.add(w.Histogram); err != nil {
+			return out, fmt.Errorf("combine window %d: %w", w.Index, err)
+		}
+		for name, o := range w.Ops {
+			if out.Ops == nil {
+				out.Ops = map[string]OpStats{}
+			}
+			acc := out.Ops[name]
+			acc.Requests += o.Requests
+			acc.OK += o.OK
+			acc.Errors.AddAll(o.Errors)
+			acc.Skipped += o.Skipped
+			out.Ops[name] = acc
+			if ops[name] == nil {
+				ops[name] = newCounts()
+			}
+			if err := ops[name].add(o.Histogram); err != nil {
+				return out, fmt.Errorf("combine window %d op %s: %w", w.Index, name, err)
+			}
+		}
+
+		p := w.Probes
+		if p.CPUSeconds != nil {
+			cpu.add(*p.CPUSeconds, w.Requests)
+		}
+		if p.RSSBytes != nil {
+			out.Probes.RSSBytes = ptr(*p.RSSBytes)
+		}
+		if p.HeapBytes != nil {
+			heap = ptr(*p.HeapBytes)
+			if p.HeapForcedGC {
+				forcedHeap = heap
+			}
+		}
+		if d := p.Database; d != nil {
+			if db == nil {
+				db, tables = &Database{}, map[string]*tableSum{}
+			}
+			db.TuplesReturned += d.TuplesReturned
+			db.Commits += d.Commits
+			dbRequests += w.Requests
+			dbRead += d.RowsReadPerRequest * float64(w.Requests)
+			for _, t := range d.Tables {
+				ts := tables[t.Name]
+				if ts == nil {
+					ts = &tableSum{Table: Table{Name: t.Name}}
+					tables[t.Name] = ts
+				}
+				ts.LiveRows = t.LiveRows
+				ts.SeqScans += t.SeqScans
+				ts.SeqTuplesRead += t.SeqTuplesRead
+				ts.IndexScans += t.IndexScans
+				ts.IndexTuplesFetched += t.IndexTuplesFetched
+				ts.requests += w.Requests
+			}
+		}
+		sawProbeFailures = sawProbeFailures || len(w.ProbeFailures) > 0
+		failures = w.ProbeFailures
+	}
+	if !some {
+		return out, nil
+	}
+	if busySecs > 0 {
+		out.RPS = float64(out.Requests) / busySecs
+		for name, o := range out.Ops {
+			o.RPS = float64(o.Requests) / busySecs
+			out.Ops[name] = o
+		}
+	}
+	out.LatencyMs = LatencyOf(all.histogram())
+	var err error
+	if out.Histogram, err = all.encode(); err != nil {
+		return out, err
+	}
+	for name, o := range out.Ops {
+		o.LatencyMs = LatencyOf(ops[name].histogram())
+		if o.Histogram, err = ops[name].encode(); err != nil {
+			return out, err
+		}
+		out.Ops[name] = o
+	}
+	if cpu.n > 0 {
+		out.Probes.CPUSeconds = ptr(cpu.secs)
+		if cpu.requests > 0 {
+			out.Probes.CPUMicrosPerRequest = ptr(cpu.secs * 1e6 / float64(cpu.requests))
+		}
+	}
+	if forcedHeap != nil {
+		out.Probes.HeapBytes, out.Probes.HeapForcedGC = forcedHeap, true
+	} else {
+		out.Probes.HeapBytes = heap
+	}
+	if db != nil {
+		if dbRequests > 0 {
+			db.RowsReadPerRequest = dbRead / float64(dbRequests)
+		}
+		for _, ts := range tables {
+			t := ts.Table
+			if ts.requests > 0 {
+				t.RowsReadPerRequest = float64(t.SeqTuplesRead+t.IndexTuplesFetched) / float64(ts.requests)
+			}
+			db.Tables = append(db.Tables, t)
+		}
+		slices.SortFunc(db.Tables, func(a, b Table) int {
+			switch {
+			case a.Name < b.Name:
+				return -1
+			case a.Name > b.Name:
+				return 1
+			}
+			return 0
+		})
+		out.Probes.Database = db
+	}
+	if sawProbeFailures {
+		out.ProbeFailures = failures // the state at the span's close, like a window's
+	}
+	return out, nil
+}
+
+type probeSum struct {
+	secs     float64
+	requests int64
+	n        int
+}
+
+func (s *probeSum) add(secs float64, requests int64) {
+	s.secs += secs
+	s.requests += requests
+	s.n++
+}
+
+type tableSum struct {
+	Table
+	requests int64
+}
+
+func ptr[T any](v T) *T { return &v }
