@@ -29,7 +29,7 @@ func testListRunsPages(t *testing.T, open backend) {
 		{store.ListOptions{Limit: 2, Offset: 1}, []string{"d", "c"}},
 		{store.ListOptions{Limit: 2, Offset: 4}, []string{"a"}},
 		{store.ListOptions{NameContains: "NIGHTLY"}, []string{"d", "b", "a"}},
-		{store.ListOptions{NameContains: "%"}, []string{"d"}},   // a literal %, not a wildcard
+		{store.ListOptions{NameContains: "%"}, []string{"d"}},  // a literal %, not a wildcard
 		{store.ListOptions{NameContains: "y_"}, []string{"a"}}, // a literal _
 		{store.ListOptions{Kind: "soak"}, []string{"e"}},
 	}

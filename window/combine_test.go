@@ -17,11 +17,11 @@ func TestCombine(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
 	ws := []Window{
 		{Index: 0, Start: at(0), End: at(1), Requests: 500, OK: 500, VUs: 4, InFlight: 3, Histogram: encoded(t, 1000, 500),
-			Ops:    map[string]OpStats{"get": {Requests: 500, OK: 500, Histogram: encoded(t, 1000, 500)}},
+			Ops: map[string]OpStats{"get": {Requests: 500, OK: 500, Histogram: encoded(t, 1000, 500)}},
 			Probes: Probes{CPUSeconds: f(1), RSSBytes: n(100), HeapBytes: n(50), HeapForcedGC: true,
 				Database: &Database{RowsReadPerRequest: 2, Tables: []Table{{Name: "items", LiveRows: 10, SeqTuplesRead: 1000, RowsReadPerRequest: 2}}}}},
 		{Index: 1, Start: at(1), End: at(2), Requests: 500, OK: 499, Errors: Errors{Status5xx: 1}, VUs: 8, InFlight: 7, Histogram: encoded(t, 1000, 500),
-			Ops:    map[string]OpStats{"get": {Requests: 500, OK: 499, Errors: Errors{Status5xx: 1}, Histogram: encoded(t, 1000, 500)}},
+			Ops: map[string]OpStats{"get": {Requests: 500, OK: 499, Errors: Errors{Status5xx: 1}, Histogram: encoded(t, 1000, 500)}},
 			Probes: Probes{CPUSeconds: f(3), RSSBytes: n(200), HeapBytes: n(70),
 				Database: &Database{RowsReadPerRequest: 4, Tables: []Table{{Name: "items", LiveRows: 20, SeqTuplesRead: 2000, RowsReadPerRequest: 4}}}}},
 		{Index: 2, Start: at(2), End: at(3), Gap: true},
