@@ -1,0 +1,462 @@
+package charts
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// intParam reads a non-negative integer query parameter (0 when absent).
+func intParam(r *http.Request, name string) (int, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a non-negative integer", errBadRequest, name, s)
+	}
+	return n, nil
+}
+
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	pageNum, err := intParam(r, "page")
+	if err != nil {
+		return err
+	}
+	pageNum = max(pageNum, 1)
+	opts := store.ListOptions{NameContains: strings.TrimSpace(q.Get("q")), Status: store.Status(q.Get("status")), Kind: q.Get("kind")}
+	v, err := buildRuns(r.Context(), s.opts.Store, opts, pageNum, time.Now())
+	if err != nil {
+		return err
+	}
+	return render(w, "runs.html", v)
+}
+
+func buildRuns(ctx context.Context, st Reader, opts store.ListOptions, pageNum int, now time.Time) (runsView, error) {
+	v := runsView{Page: page{Title: "Runs"}, Q: opts.NameContains, Status: string(opts.Status), Kind: opts.Kind, PageNum: pageNum,
+		Statuses: []string{"running", "pending", "completed", "failed", "cancelled"}, Kinds: []string{"soak", "drive"}}
+	total, err := st.CountRuns(ctx, opts)
+	if err != nil {
+		return v, err
+	}
+	v.Total = total
+	v.Pages = max(1, (total+runsPageSize-1)/runsPageSize)
+	opts.Limit, opts.Offset = runsPageSize, (pageNum-1)*runsPageSize
+	runs, err := st.ListRuns(ctx, opts)
+	if err != nil {
+		return v, err
+	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	counts, err := st.Counts(ctx, ids)
+	if err != nil {
+		return v, err
+	}
+	for _, r := range runs {
+		c := counts[r.ID]
+		v.Rows = append(v.Rows, runRow{Run: r, Href: "/runs/" + url.PathEscape(r.ID), Duration: runDuration(r, now),
+			Build: parseEnv(r.Environment).build(), Windows: c.Windows, Gaps: c.Gaps, Badges: badges(c)})
+	}
+	link := func(p int) string {
+		return query("/", "q", v.Q, "status", v.Status, "kind", v.Kind, "page", strconv.Itoa(p))
+	}
+	if pageNum > 1 {
+		v.Prev = link(pageNum - 1)
+	}
+	if pageNum < v.Pages {
+		v.Next = link(pageNum + 1)
+	}
+	return v, nil
+}
+
+// runQuery is what a run page's address selects: a zoomed range, an op, a
+// page of the window table.
+type runQuery struct {
+	From, To  int
+	Op        string
+	TablePage int
+}
+
+func parseRunQuery(r *http.Request) (runQuery, error) {
+	var q runQuery
+	var err error
+	if q.From, err = intParam(r, "from"); err != nil {
+		return q, err
+	}
+	if q.To, err = intParam(r, "to"); err != nil {
+		return q, err
+	}
+	if q.TablePage, err = intParam(r, "tpage"); err != nil {
+		return q, err
+	}
+	if q.To != 0 && q.To <= q.From {
+		return q, fmt.Errorf("%w: to=%d must be after from=%d", errBadRequest, q.To, q.From)
+	}
+	q.Op = r.URL.Query().Get("op")
+	return q, nil
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseRunQuery(r)
+	if err != nil {
+		return err
+	}
+	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false)
+	if err != nil {
+		return err
+	}
+	v.PollMs = int(s.opts.Poll / time.Millisecond)
+	return render(w, "run.html", v)
+}
+
+// runLive is the changing part of a run page, for the page's poll.
+func (s *Server) runLive(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseRunQuery(r)
+	if err != nil {
+		return err
+	}
+	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false)
+	if err != nil {
+		return err
+	}
+	return render(w, "run-live", v)
+}
+
+// runState is what the poll compares: status and window count.
+func (s *Server) runState(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	run, err := s.opts.Store.GetRun(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	c, err := s.opts.Store.Counts(r.Context(), []string{id})
+	if err != nil {
+		return err
+	}
+	fs, err := s.opts.Store.Findings(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(map[string]any{"status": run.Status, "windows": c[id].Windows, "findings": len(fs), "done": run.Status.Done()})
+}
+
+// buildRun gathers a run page.
+func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone bool) (runView, error) {
+	run, err := st.GetRun(ctx, id)
+	if err != nil {
+		return runView{}, err
+	}
+	base := "/runs/" + url.PathEscape(id)
+	v := runView{Page: page{Title: run.Name, Standalone: standalone, Nav: []navLink{{"Runs", "/"}}}, Run: run, Env: parseEnv(run.Environment),
+		Op: q.Op, From: q.From, To: q.To, Zoomed: q.From > 0 || q.To > 0, Scenario: run.Scenario, Live: !run.Status.Done() && !standalone,
+		Base: base, ResetZoom: query(base, "op", q.Op), StateURL: base + "/state",
+		LiveURL: query(base+"/live", "from", itoa(q.From), "to", itoa(q.To), "op", q.Op, "tpage", itoa(q.TablePage)),
+		CSVURL:  base + "/windows.csv", JSONURL: base + "/windows.json", ScenarioURL: base + "/scenario.yaml"}
+	v.Build = v.Env.build()
+	v.Duration = runDuration(run, time.Now())
+	fs, err := st.Findings(ctx, id)
+	if err != nil {
+		return v, err
+	}
+	v.Findings = findingViews(fs)
+	spans, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: q.From, ToIndex: q.To, Ops: q.Op != ""})
+	if err != nil {
+		return v, err
+	}
+	// The op menu comes from the last window's ops (all ops appear in every
+	// window that has traffic).
+	if tail, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: lastIndex(spans), Ops: true}); err == nil {
+		for _, sp := range tail {
+			for name := range sp.Ops {
+				if !contains(v.Ops, name) {
+					v.Ops = append(v.Ops, name)
+				}
+			}
+		}
+	}
+	sortStrings(v.Ops)
+	if q.Op != "" && !contains(v.Ops, q.Op) {
+		return v, fmt.Errorf("%w: run %s has no op %q", errNotFound, id, q.Op)
+	}
+	// x is elapsed time since the run's first window, zoomed or not.
+	var start time.Time
+	if first, err := st.Spans(ctx, id, store.SpanQuery{ToIndex: 1}); err == nil && len(first) > 0 {
+		start = first[0].Start
+	} else if len(spans) > 0 {
+		start = spans[0].Start
+	}
+	tl := newTimeline(start, spans)
+	if v.Zoomed && len(tl.x0) > 0 {
+		tl.begin = tl.x0[0]
+	}
+	v.Totals = sumTotals(spans, run)
+	v.Resolution = resolution(spans)
+	for _, spec := range chartSet(tl, fs, q.Op) {
+		d, err := drawChart(spec)
+		if err != nil {
+			return v, fmt.Errorf("chart %s: %w", spec.ID, err)
+		}
+		v.Charts = append(v.Charts, d)
+	}
+	v.Points = points(tl, q.Op)
+	v.Table = windowTable(tl, q, base)
+	return v, nil
+}
+
+func lastIndex(spans []store.Span) int {
+	if len(spans) == 0 {
+		return 0
+	}
+	return spans[len(spans)-1].Index
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortStrings(xs []string) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+}
+
+func sumTotals(spans []store.Span, run store.Run) totals {
+	var t totals
+	var secs float64
+	for _, sp := range spans {
+		t.Windows += sp.Windows
+		t.Gaps += sp.Gaps
+		if sp.Gap {
+			continue
+		}
+		t.Requests += sp.Requests
+		t.Errors += sp.Errors.Total()
+		t.Dropped += sp.Dropped
+		// A span's RPS is over its measured windows' time.
+		if sp.RPS > 0 {
+			secs += float64(sp.Requests) / sp.RPS
+		}
+	}
+	if secs > 0 {
+		t.RPS = float64(t.Requests) / secs
+	}
+	if t.Requests > 0 {
+		t.ErrorPct = 100 * float64(t.Errors) / float64(t.Requests)
+	}
+	t.Incarnations = run.Incarnations
+	return t
+}
+
+// resolution says what one point of the charts is.
+func resolution(spans []store.Span) string {
+	if len(spans) == 0 {
+		return ""
+	}
+	most := 1
+	for _, sp := range spans {
+		most = max(most, sp.Windows)
+	}
+	if most == 1 {
+		return fmt.Sprintf("%s points, one per window (full resolution)", fmtCount(float64(len(spans))))
+	}
+	return fmt.Sprintf("%s points, each %d windows merged exactly (histograms merged, counts summed); drag across a chart to zoom to full resolution",
+		fmtCount(float64(len(spans))), most)
+}
+
+func points(tl *timeline, op string) pointsJSON {
+	n := len(tl.spans)
+	p := pointsJSON{I: make([]int, n), J: make([]int, n), W: make([]int, n), G: make([]int, n), T0: make([]num, n), T1: make([]num, n), N: make([]int64, n),
+		RPS: make([]num, n), Err: make([]num, n), Drop: make([]num, n), P50: make([]num, n), P90: make([]num, n), P99: make([]num, n),
+		P999: make([]num, n), Max: make([]num, n), CPU: make([]num, n), RSS: make([]num, n), Heap: make([]num, n), GC: make([]int, n), RR: make([]num, n)}
+	for i, sp := range tl.spans {
+		p.I[i], p.J[i], p.W[i], p.G[i] = sp.Index, sp.LastIndex, sp.Windows, sp.Gaps
+		p.T0[i], p.T1[i] = num(tl.x0[i]), num(tl.x1[i])
+		l, reqs := sp.LatencyMs, sp.Requests
+		if op != "" {
+			l, reqs = sp.Ops[op].LatencyMs, sp.Ops[op].Requests
+		}
+		nanIf := func(v float64) num {
+			if sp.Gap || reqs == 0 {
+				return num(math.NaN())
+			}
+			return num(v)
+		}
+		p.N[i] = reqs
+		p.RPS[i], p.Err[i], p.Drop[i] = nanIf(sp.RPS), num(float64(sp.Errors.Total())), num(float64(sp.Dropped))
+		p.P50[i], p.P90[i], p.P99[i], p.P999[i], p.Max[i] = nanIf(l.P50), nanIf(l.P90), nanIf(l.P99), nanIf(l.P999), nanIf(l.Max)
+		p.CPU[i], p.RSS[i], p.Heap[i] = num(deref(sp.Probes.CPUMicrosPerRequest)), num(mib(sp.Probes.RSSBytes)), num(mib(sp.Probes.HeapBytes))
+		if sp.Probes.HeapForcedGC {
+			p.GC[i] = 1
+		}
+		p.RR[i] = num(math.NaN())
+		if d := sp.Probes.Database; d != nil {
+			p.RR[i] = num(d.RowsReadPerRequest)
+		}
+	}
+	return p
+}
+
+func windowTable(tl *timeline, q runQuery, base string) tableView {
+	n := len(tl.spans)
+	t := tableView{Pages: max(1, (n+tablePageSize-1)/tablePageSize), PageNum: max(q.TablePage, 1)}
+	t.PageNum = min(t.PageNum, t.Pages)
+	// Newest first: page 1 ends at the last span.
+	hi := n - (t.PageNum-1)*tablePageSize
+	lo := max(0, hi-tablePageSize)
+	for i := hi - 1; i >= lo; i-- {
+		sp := tl.spans[i]
+		row := tableRow{At: fmtElapsed(tl.x0[i]), Requests: sp.Requests, RPS: sp.RPS, Dropped: sp.Dropped, Gap: sp.Gap, Incarnation: sp.LastIncarnation,
+			P50: sp.LatencyMs.P50, P99: sp.LatencyMs.P99, P999: sp.LatencyMs.P999, Max: sp.LatencyMs.Max, Few: sp.Requests < FewSamples,
+			CPU: deref(sp.Probes.CPUMicrosPerRequest), RSS: mib(sp.Probes.RSSBytes), Heap: mib(sp.Probes.HeapBytes), ForcedGC: sp.Probes.HeapForcedGC, RowsRead: math.NaN()}
+		if sp.Windows > 1 {
+			row.Windows = fmt.Sprintf("%d–%d", sp.Index, sp.LastIndex)
+			t.Merged = true
+		} else {
+			row.Windows = strconv.Itoa(sp.Index)
+		}
+		if sp.Requests > 0 {
+			row.ErrorPct = 100 * float64(sp.Errors.Total()) / float64(sp.Requests)
+		}
+		if d := sp.Probes.Database; d != nil {
+			row.RowsRead = d.RowsReadPerRequest
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	link := func(p int) string {
+		return query(base, "from", itoa(q.From), "to", itoa(q.To), "op", q.Op, "tpage", strconv.Itoa(p)) + "#windows"
+	}
+	if t.PageNum > 1 {
+		t.Prev = link(t.PageNum - 1)
+	}
+	if t.PageNum < t.Pages {
+		t.Next = link(t.PageNum + 1)
+	}
+	return t
+}
+
+// allWindows reads every window of the run at full resolution, without
+// histograms, for the downloads.
+func allWindows(ctx context.Context, st Reader, id string, ops bool) ([]store.Span, error) {
+	if _, err := st.GetRun(ctx, id); err != nil {
+		return nil, err
+	}
+	return st.Spans(ctx, id, store.SpanQuery{MaxPoints: math.MaxInt32, Ops: ops})
+}
+
+// csvHeader: one row per window; the columns the charts draw.
+var csvHeader = []string{"incarnation", "index", "start", "end", "gap", "requests", "ok", "errors", "errors_4xx", "errors_5xx",
+	"errors_refused", "errors_reset", "errors_timeout", "errors_other", "errors_unexpected", "errors_interrupted",
+	"dropped", "rps", "vus", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
+	"cpu_us_per_request", "rss_bytes", "heap_bytes", "heap_forced_gc", "rows_read_per_request"}
+
+func (s *Server) windowsCSV(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	spans, err := allWindows(r.Context(), s.opts.Store, id, false)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="windows-%s.csv"`, safeName(id)))
+	cw := csv.NewWriter(w)
+	_ = cw.Write(csvHeader)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	opt := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return f(*p)
+	}
+	opti := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	for _, sp := range spans {
+		ww := sp.Window
+		l := ww.LatencyMs
+		rr := ""
+		if ww.Probes.Database != nil {
+			rr = f(ww.Probes.Database.RowsReadPerRequest)
+		}
+		row := []string{strconv.Itoa(ww.Incarnation), strconv.Itoa(ww.Index), ww.Start.Format(time.RFC3339Nano), ww.End.Format(time.RFC3339Nano),
+			strconv.FormatBool(ww.Gap), i64(ww.Requests), i64(ww.OK), i64(ww.Errors.Total())}
+		for c := window.Class(1); c < window.NumClasses; c++ {
+			row = append(row, i64(ww.Errors.Get(c)))
+		}
+		row = append(row, i64(ww.Dropped), f(ww.RPS), strconv.Itoa(ww.VUs), f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.P999), f(l.Max),
+			opt(ww.Probes.CPUMicrosPerRequest), opti(ww.Probes.RSSBytes), opti(ww.Probes.HeapBytes), strconv.FormatBool(ww.Probes.HeapForcedGC), rr)
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func (s *Server) windowsJSON(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	spans, err := allWindows(r.Context(), s.opts.Store, id, true)
+	if err != nil {
+		return err
+	}
+	ws := make([]window.Window, len(spans))
+	for i, sp := range spans {
+		ws[i] = sp.Window
+		ws[i].RunID = id
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="windows-%s.json"`, safeName(id)))
+	return json.NewEncoder(w).Encode(ws)
+}
+
+func (s *Server) scenarioYAML(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.opts.Store.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="scenario-%s.yaml"`, safeName(run.ID)))
+	_, err = w.Write([]byte(run.Scenario)) // as submitted: ${env:...} references, never their values
+	return err
+}
+
+// safeName keeps a file name to letters, digits, '-' and '_'.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}

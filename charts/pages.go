@@ -1,0 +1,385 @@
+package charts
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// page is what every template's frame needs.
+type page struct {
+	Title string
+	// Standalone pages (report --format html) carry their CSS and JS inline
+	// and have no server behind them: no live updates, zoom or downloads.
+	Standalone bool
+	CSS        template.CSS
+	JS         template.JS
+	Nav        []navLink
+}
+
+type navLink struct {
+	Text, Href string
+}
+
+var funcs = template.FuncMap{
+	"svg":           func(b []byte) template.HTML { return template.HTML(b) }, // drawn by svgCanvas, which escapes its text
+	"num":           fmtNum,
+	"ms":            fmtMs,
+	"count":         countOf,
+	"elapsed":       fmtElapsed,
+	"when":          fmtWhen,
+	"bytes":         fmtBytes,
+	"sev":           func(s analysis.Severity) string { return string(s) },
+	"standaloneCSP": standaloneCSP,
+	"hex": func(c interface{ RGBA() (r, g, b, a uint32) }) string {
+		r, g, b, _ := c.RGBA()
+		return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+	},
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 100:
+		return fmtCount(v)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func fmtMs(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	if v >= 1000 {
+		return strconv.FormatFloat(v/1000, 'f', 2, 64) + " s"
+	}
+	return fmtNum(v) + " ms"
+}
+
+// countOf is fmtCount for any number type.
+func countOf(v any) string {
+	switch n := v.(type) {
+	case int:
+		return fmtCount(float64(n))
+	case int64:
+		return fmtCount(float64(n))
+	case float64:
+		return fmtCount(n)
+	}
+	return fmt.Sprint(v)
+}
+
+// fmtCount writes v rounded with thousands separators: 12,345.
+func fmtCount(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	s := strconv.FormatInt(int64(math.Round(math.Abs(v))), 10)
+	var b strings.Builder
+	if v < 0 {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func fmtWhen(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// --- runs
+
+// runsPageSize is the number of runs per page of the list.
+const runsPageSize = 50
+
+type runsView struct {
+	Page    page
+	Rows    []runRow
+	Q       string
+	Status  string
+	Kind    string
+	Total   int
+	PageNum int
+	Pages   int
+	Prev    string
+	Next    string
+	// Statuses and Kinds fill the filter's menus.
+	Statuses []string
+	Kinds    []string
+}
+
+type runRow struct {
+	Run      store.Run
+	Href     string
+	Duration string
+	Build    string
+	Windows  int
+	Gaps     int
+	Badges   []badge
+}
+
+type badge struct {
+	Severity string
+	N        int
+}
+
+// recordedEnv is the part of a run's recorded environment the UI shows.
+type recordedEnv struct {
+	Provider string `json:"provider"`
+	Host     string `json:"host"`
+	Image    string `json:"image"`
+	Commit   string `json:"commit"`
+	Database *struct {
+		Kind  string `json:"kind"`
+		Image string `json:"image"`
+	} `json:"database"`
+	Notes []string `json:"notes"`
+}
+
+func parseEnv(raw json.RawMessage) recordedEnv {
+	var e recordedEnv
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &e)
+	}
+	return e
+}
+
+// build names what was tested: image and commit.
+func (e recordedEnv) build() string {
+	var parts []string
+	if e.Image != "" {
+		parts = append(parts, e.Image)
+	}
+	if e.Commit != "" {
+		c := e.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		parts = append(parts, "@"+c)
+	}
+	return strings.Join(parts, " ")
+}
+
+func runDuration(r store.Run, now time.Time) string {
+	start := r.StartedAt
+	if start.IsZero() {
+		return "–"
+	}
+	end := r.EndedAt
+	if end.IsZero() {
+		if r.Status.Done() {
+			return "–"
+		}
+		end = now
+	}
+	return fmtElapsed(end.Sub(start).Seconds())
+}
+
+func badges(c store.RunCounts) []badge {
+	var out []badge
+	for _, s := range []analysis.Severity{analysis.Critical, analysis.Warning, analysis.Info} {
+		if n := c.Findings[s]; n > 0 {
+			out = append(out, badge{Severity: string(s), N: n})
+		}
+	}
+	return out
+}
+
+// query returns the page's address with q's non-empty values.
+func query(path string, kv ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			v.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// --- one run
+
+type runView struct {
+	Page        page
+	Run         store.Run
+	Env         recordedEnv
+	Build       string
+	Duration    string
+	Totals      totals
+	Findings    []findingView
+	Charts      []drawnChart
+	Ops         []string
+	Op          string
+	From, To    int
+	Zoomed      bool
+	Resolution  string
+	Points      pointsJSON
+	Table       tableView
+	Scenario    string
+	Live        bool
+	PollMs      int
+	Base        string // the page's own address, without query
+	ResetZoom   string
+	StateURL    string
+	LiveURL     string
+	CSVURL      string
+	JSONURL     string
+	ScenarioURL string
+}
+
+type totals struct {
+	Windows, Gaps, Incarnations int
+	Requests, Errors, Dropped   int64
+	RPS                         float64
+	ErrorPct                    float64
+}
+
+type findingView struct {
+	analysis.Finding
+	Range    string
+	Evidence []kv
+}
+
+type kv struct{ K, V string }
+
+func findingViews(fs []analysis.Finding) []findingView {
+	var out []findingView
+	order := slices.Clone(fs)
+	slices.SortStableFunc(order, func(a, b analysis.Finding) int { return b.Severity.Rank() - a.Severity.Rank() })
+	for _, f := range order {
+		v := findingView{Finding: f}
+		e := f.Evidence
+		if e.LastWindow > 0 || e.FirstWindow > 0 {
+			v.Range = fmt.Sprintf("windows %d–%d", e.FirstWindow, e.LastWindow)
+		}
+		add := func(k, val string) { v.Evidence = append(v.Evidence, kv{k, val}) }
+		if e.Table != "" {
+			add("table", e.Table)
+		}
+		if op := findingOp(f); op != "" {
+			add("op", op)
+		}
+		if e.Slope != 0 {
+			val := fmtNum(e.Slope) + " " + e.SlopeUnit
+			if e.SlopeUnit == "bytes/hour" {
+				val = fmtBytes(e.Slope) + "/hour"
+			}
+			add("slope", val)
+		}
+		if e.PerKRequests != 0 {
+			add("per 1,000 requests", fmtBytes(e.PerKRequests))
+		}
+		if e.Before != 0 || e.After != 0 {
+			b, a := fmtNum(e.Before)+" "+e.Unit, fmtNum(e.After)+" "+e.Unit
+			if e.Unit == "bytes" {
+				b, a = fmtBytes(e.Before), fmtBytes(e.After)
+			}
+			add("before → after", b+" → "+a)
+		}
+		if e.PValue != 0 {
+			add("p-value", strconv.FormatFloat(e.PValue, 'g', 3, 64))
+		}
+		if e.Correlation != 0 {
+			add("correlation", strconv.FormatFloat(e.Correlation, 'f', 2, 64))
+		}
+		if len(e.Missing) > 0 {
+			add("missing", strings.Join(e.Missing, ", "))
+		}
+		keys := make([]string, 0, len(e.Notes))
+		for k := range e.Notes {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			add(strings.ReplaceAll(k, "_", " "), fmtNum(e.Notes[k]))
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// tableView is one page of the window table, newest first.
+type tableView struct {
+	Rows       []tableRow
+	PageNum    int
+	Pages      int
+	Prev, Next string
+	Merged     bool
+}
+
+type tableRow struct {
+	Windows                  string
+	At                       string
+	Requests                 int64
+	RPS, ErrorPct            float64
+	Dropped                  int64
+	P50, P99, P999, Max      float64
+	Few                      bool
+	CPU, RSS, Heap, RowsRead float64
+	ForcedGC, Gap            bool
+	Incarnation              int
+}
+
+// tablePageSize is the number of rows per page of the window table.
+const tablePageSize = 50
+
+// num is a float64 that marshals with 4 significant digits, NaN as null:
+// the hover data stays small.
+type num float64
+
+func (n num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', 4, 64), nil
+}
+
+// pointsJSON is the hover data: one entry per point of the charts, as
+// columns.
+type pointsJSON struct {
+	I    []int   `json:"i"` // first window index
+	J    []int   `json:"j"` // last window index
+	W    []int   `json:"w"` // windows merged
+	G    []int   `json:"g"` // lost windows among them
+	T0   []num   `json:"t0"`
+	T1   []num   `json:"t1"`
+	N    []int64 `json:"n"` // requests: the samples behind the percentiles
+	RPS  []num   `json:"rps"`
+	Err  []num   `json:"err"`
+	Drop []num   `json:"drop"`
+	P50  []num   `json:"p50"`
+	P90  []num   `json:"p90"`
+	P99  []num   `json:"p99"`
+	P999 []num   `json:"p999"`
+	Max  []num   `json:"max"`
+	CPU  []num   `json:"cpu"`
+	RSS  []num   `json:"rss"`
+	Heap []num   `json:"heap"`
+	GC   []int   `json:"gc"`
+	RR   []num   `json:"rr"`
+}
