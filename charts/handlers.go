@@ -115,7 +115,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false)
+	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false, s.opts.MaxPoints)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *Server) runLive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false)
+	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false, s.opts.MaxPoints)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Server) runState(w http.ResponseWriter, r *http.Request) error {
 }
 
 // buildRun gathers a run page.
-func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone bool) (runView, error) {
+func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone bool, maxPoints int) (runView, error) {
 	run, err := st.GetRun(ctx, id)
 	if err != nil {
 		return runView{}, err
@@ -174,7 +174,7 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		return v, err
 	}
 	v.Findings = findingViews(fs)
-	spans, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: q.From, ToIndex: q.To, Ops: q.Op != ""})
+	spans, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: q.From, ToIndex: q.To, Ops: q.Op != "", MaxPoints: maxPoints})
 	if err != nil {
 		return v, err
 	}

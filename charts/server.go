@@ -64,6 +64,9 @@ type Options struct {
 	// Poll is how often an open page of a running run asks for news
 	// (default 2 s).
 	Poll time.Duration
+	// MaxPoints caps the points per chart series (default
+	// store.DefaultMaxPoints): longer ranges are merged exactly.
+	MaxPoints int
 	// Log receives request errors (default: discarded).
 	Log *slog.Logger
 }

@@ -16,7 +16,7 @@ import (
 // Hover values work in the file; zoom, live updates and downloads need the
 // server and are left out.
 func WriteRunPage(ctx context.Context, w io.Writer, st Reader, id string) error {
-	v, err := buildRun(ctx, st, id, runQuery{}, true)
+	v, err := buildRun(ctx, st, id, runQuery{}, true, 0)
 	if err != nil {
 		return err
 	}

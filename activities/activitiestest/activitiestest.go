@@ -276,3 +276,84 @@ func (d *Driver) CallCount() int {
 	defer d.mu.Unlock()
 	return len(d.Calls)
 }
+
+// CountRuns implements store.Store.
+func (s *Store) CountRuns(ctx context.Context, opts store.ListOptions) (int, error) {
+	runs, err := s.ListRuns(ctx, opts)
+	return len(runs), err
+}
+
+// Counts implements store.Store.
+func (s *Store) Counts(_ context.Context, ids []string) (map[string]store.RunCounts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	out := map[string]store.RunCounts{}
+	for _, id := range ids {
+		var c store.RunCounts
+		for _, w := range s.windows[id] {
+			c.Windows++
+			if w.Gap {
+				c.Gaps++
+			}
+		}
+		for _, f := range s.findings[id] {
+			if c.Findings == nil {
+				c.Findings = map[analysis.Severity]int{}
+			}
+			c.Findings[f.Severity]++
+		}
+		if c.Windows > 0 || c.Findings != nil {
+			out[id] = c
+		}
+	}
+	return out, nil
+}
+
+// Spans implements store.Store: windows in the range merged with
+// window.Combine in buckets of 8^L indexes, as the SQL store does.
+func (s *Store) Spans(ctx context.Context, runID string, q store.SpanQuery) ([]store.Span, error) {
+	ws, err := s.Windows(ctx, runID, store.WindowQuery{Incarnation: -1, FromIndex: q.FromIndex})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ws, func(a, b window.Window) int { return a.Index - b.Index })
+	if q.ToIndex > 0 {
+		ws = slices.DeleteFunc(ws, func(w window.Window) bool { return w.Index >= q.ToIndex })
+	}
+	maxPoints := q.MaxPoints
+	if maxPoints <= 0 {
+		maxPoints = store.DefaultMaxPoints
+	}
+	size := 1
+	for len(ws) > 0 && (ws[len(ws)-1].Index-ws[0].Index)/size+1 > maxPoints && size < 512 {
+		size *= 8
+	}
+	var out []store.Span
+	for i := 0; i < len(ws); {
+		j := i
+		for j < len(ws) && ws[j].Index/size == ws[i].Index/size {
+			j++
+		}
+		w, err := window.Combine(ws[i:j])
+		if err != nil {
+			return nil, err
+		}
+		if size == 1 {
+			w = ws[i]
+		}
+		w.Histogram = nil
+		sp := store.Span{Window: w, LastIndex: ws[j-1].Index, LastIncarnation: ws[j-1].Incarnation, Windows: j - i}
+		for _, g := range ws[i:j] {
+			if g.Gap {
+				sp.Gaps++
+			}
+		}
+		if !q.Ops {
+			sp.Ops = nil
+		}
+		out = append(out, sp)
+		i = j
+	}
+	return out, nil
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/longhaul-dev/longhaul/charts"
 )
 
 // devFlags are the flags of longhaul dev.
@@ -12,6 +14,7 @@ type devFlags struct {
 	port        int
 	worker      bool
 	metricsAddr string
+	uiAddr      string
 	storeFlags
 }
 
@@ -35,6 +38,7 @@ starts again on the same data directory.`,
 	fs.IntVar(&f.port, "port", 0, "frontend port on 127.0.0.1 (default 7233, or a free port when 7233 is taken)")
 	fs.BoolVar(&f.worker, "worker", true, "also run a worker in this process (--worker=false: the server only; run 'longhaul worker' beside it)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	uiAddrFlag(fs, &f.uiAddr, charts.DefaultAddr, "serve the browser UI on HOST:PORT (a free port when it is taken)")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -59,6 +63,13 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		return err
 	}
 	defer c.Close()
+	ui, err := a.startUI(svc.store, f.uiAddr, true)
+	if err != nil {
+		return err
+	}
+	if ui != nil {
+		defer ui.Close()
+	}
 	workerNote := "no worker"
 	if f.worker {
 		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, log)
@@ -72,6 +83,9 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		workerNote = "worker on " + w.HostQueue()
 	}
 	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), %s; store %s\n", srv.Address(), srv.Namespace(), workerNote, svc.where)
+	if ui != nil {
+		fmt.Fprintf(a.stdout, "longhaul UI at %s\n", ui.URL())
+	}
 	fmt.Fprintf(a.stdout, "run soaks with: longhaul run FILE --temporal %s\n", srv.Address())
 	select {
 	case <-ctx.Done():

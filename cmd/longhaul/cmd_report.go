@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -22,22 +23,23 @@ func (a *app) reportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "report RUN_ID",
 		Short:   "Print a stored run: status, windows, summary, findings",
-		Example: "  longhaul report 0199a3c4-...\n  longhaul report 0199a3c4-... --format json",
+		Example: "  longhaul report 0199a3c4-...\n  longhaul report 0199a3c4-... --format json\n  longhaul report 0199a3c4-... --format html > report.html",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.report(cmd.Context(), args[0], f)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON: run, windows, summary, findings)")
+	fs.StringVar(&f.format, "format", "text", "output: text, json (NDJSON: run, windows, summary, findings), or html (the UI's run page as one self-contained file)")
 	f.storeFlags.register(fs)
 	return cmd
 }
 
 func (a *app) report(ctx context.Context, id string, f reportFlags) error {
+	html := f.format == "html"
 	format, err := report.ParseFormat(f.format)
-	if err != nil {
-		return badInputf("--format: %v", err)
+	if err != nil && !html {
+		return badInputf("--format: %v (or html)", err)
 	}
 	if f.store == "" {
 		f.store = a.getenv("LONGHAUL_STORE")
@@ -53,6 +55,9 @@ func (a *app) report(ctx context.Context, id string, f reportFlags) error {
 	}
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", id, err)
+	}
+	if html {
+		return charts.WriteRunPage(ctx, a.stdout, st, run.ID)
 	}
 	ws, err := st.Windows(ctx, id, store.AllWindows)
 	if err != nil {

@@ -37,6 +37,7 @@ type runFlags struct {
 	provider    string
 	targetEnv   []string
 	metricsAddr string
+	uiAddr      string
 	storeFlags
 }
 
@@ -75,6 +76,7 @@ Exit code: 0 completed, 1 failed or cancelled, 2 bad input.`,
 	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -265,6 +267,14 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		p.detachNote = fmt.Sprintf("run %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", run.ID, svc.dataDir)
 	}
 	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.duration, p.window, svc.where)
+	ui, err := a.startUI(st, f.uiAddr, false)
+	if err != nil {
+		return err
+	}
+	if ui != nil {
+		defer ui.Close()
+		fmt.Fprintf(a.stderr, "live charts: %s\n", ui.RunURL(run.ID))
+	}
 	return a.follow(ctx, c, st, wr, run.ID, p)
 }
 

@@ -104,6 +104,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.reportCmd(),
 		a.analyzeCmd(),
 		a.sweepCmd(),
+		a.uiCmd(),
 	)
 	return root
 }

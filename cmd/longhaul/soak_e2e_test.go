@@ -476,6 +476,7 @@ func TestSoakCancel(t *testing.T) {
 	waitWindow(t, st, run.ID, 2)
 	run = waitEnvironment(t, st, run.ID)
 	pid := targetPID(t, run)
+	checkLiveUI(t, r.stderr.String(), run.ID)
 	r.sig <- os.Interrupt
 	if code := r.wait(t); code != exitFailed {
 		t.Fatalf("exit %d after Ctrl-C, want %d; stderr:\n%s", code, exitFailed, r.stderr.String())
