@@ -159,4 +159,3 @@ func TestProbesJSON(t *testing.T) {
 		}
 	}
 }
-
