@@ -71,6 +71,9 @@ func runSuite(t *testing.T, open backend) {
 		{"Counts", testCounts},
 		{"Spans", testSpans},
 		{"SpansLongRun", testSpansLongRun},
+		{"ComparisonRoundTrip", testComparisonRoundTrip},
+		{"ComparisonMissing", testComparisonMissing},
+		{"ComparisonStatusAndList", testComparisonStatusAndList},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })
