@@ -198,13 +198,12 @@ func TestRunPage(t *testing.T) {
 	if n := strings.Count(body, "<svg xmlns"); n != 6 {
 		t.Errorf("%d charts drawn, want 6", n)
 	}
-	// The hover data has one entry per window.
-	var p pointsJSON
-	m := regexp.MustCompile(`(?s)<script type="application/json" class="points">(.*?)</script>`).FindStringSubmatch(body)
-	if m == nil {
-		t.Fatal("no hover data")
+	// The hover data, fetched on the first hover, has one entry per window.
+	if !strings.Contains(body, `data-src="/runs/run-1/points"`) {
+		t.Error("the page does not say where its hover data is")
 	}
-	if err := json.Unmarshal([]byte(m[1]), &p); err != nil {
+	var p pointsJSON
+	if err := json.Unmarshal([]byte(u.mustGet("/runs/run-1/points", "application/json")), &p); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.I) != 120 || p.N[0] != 2000 || p.I[119] != 119 {

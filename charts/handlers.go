@@ -5,13 +5,16 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -155,67 +158,111 @@ func (s *Server) runState(w http.ResponseWriter, r *http.Request) error {
 	return json.NewEncoder(w).Encode(map[string]any{"status": run.Status, "windows": c[id].Windows, "findings": len(fs), "done": run.Status.Done()})
 }
 
-// buildRun gathers a run page.
-func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone bool, maxPoints int) (runView, error) {
+// runData is what a run page is drawn from.
+type runData struct {
+	run   store.Run
+	fs    []analysis.Finding
+	spans []store.Span
+	tl    *timeline
+	ops   []string
+}
+
+// loadRun reads a run's page data: the run, its findings, the spans of the
+// range (at most maxPoints) and the ops it has.
+func loadRun(ctx context.Context, st Reader, id string, q runQuery, maxPoints int) (*runData, error) {
 	run, err := st.GetRun(ctx, id)
 	if err != nil {
-		return runView{}, err
+		return nil, err
 	}
-	base := "/runs/" + url.PathEscape(id)
-	v := runView{Page: page{Title: run.Name, Standalone: standalone, Nav: []navLink{{"Runs", "/"}}}, Run: run, Env: parseEnv(run.Environment),
-		Op: q.Op, From: q.From, To: q.To, Zoomed: q.From > 0 || q.To > 0, Scenario: run.Scenario, Live: !run.Status.Done() && !standalone,
-		Base: base, ResetZoom: query(base, "op", q.Op), StateURL: base + "/state",
-		LiveURL: query(base+"/live", "from", itoa(q.From), "to", itoa(q.To), "op", q.Op, "tpage", itoa(q.TablePage)),
-		CSVURL:  base + "/windows.csv", JSONURL: base + "/windows.json", ScenarioURL: base + "/scenario.yaml"}
-	v.Build = v.Env.build()
-	v.Duration = runDuration(run, time.Now())
-	fs, err := st.Findings(ctx, id)
-	if err != nil {
-		return v, err
+	d := &runData{run: run}
+	if d.fs, err = st.Findings(ctx, id); err != nil {
+		return nil, err
 	}
-	v.Findings = findingViews(fs)
-	spans, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: q.From, ToIndex: q.To, Ops: q.Op != "", MaxPoints: maxPoints})
-	if err != nil {
-		return v, err
+	if d.spans, err = st.Spans(ctx, id, store.SpanQuery{FromIndex: q.From, ToIndex: q.To, Ops: q.Op != "", MaxPoints: maxPoints}); err != nil {
+		return nil, err
 	}
-	// The op menu comes from the last window's ops (all ops appear in every
-	// window that has traffic).
-	if tail, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: lastIndex(spans), Ops: true}); err == nil {
+	// The op menu comes from the last window's ops (every op appears in
+	// every window with traffic).
+	if n := len(d.spans); n > 0 {
+		tail, err := st.Spans(ctx, id, store.SpanQuery{FromIndex: d.spans[n-1].LastIndex, ToIndex: d.spans[n-1].LastIndex + 1, Ops: true})
+		if err != nil {
+			return nil, err
+		}
 		for _, sp := range tail {
 			for name := range sp.Ops {
-				if !contains(v.Ops, name) {
-					v.Ops = append(v.Ops, name)
-				}
+				d.ops = append(d.ops, name)
 			}
 		}
+		slices.Sort(d.ops)
 	}
-	sortStrings(v.Ops)
-	if q.Op != "" && !contains(v.Ops, q.Op) {
-		return v, fmt.Errorf("%w: run %s has no op %q", errNotFound, id, q.Op)
+	if q.Op != "" && !slices.Contains(d.ops, q.Op) {
+		return nil, fmt.Errorf("%w: run %s has no op %q", errNotFound, id, q.Op)
 	}
-	// x is elapsed time since the run's first window, zoomed or not.
+	// x is the time since the run's first window, zoomed or not.
 	var start time.Time
 	if first, err := st.Spans(ctx, id, store.SpanQuery{ToIndex: 1}); err == nil && len(first) > 0 {
 		start = first[0].Start
-	} else if len(spans) > 0 {
-		start = spans[0].Start
+	} else if len(d.spans) > 0 {
+		start = d.spans[0].Start
 	}
-	tl := newTimeline(start, spans)
-	if v.Zoomed && len(tl.x0) > 0 {
-		tl.begin = tl.x0[0]
+	d.tl = newTimeline(start, d.spans)
+	if (q.From > 0 || q.To > 0) && len(d.tl.x0) > 0 {
+		d.tl.begin = d.tl.x0[0]
 	}
-	v.Totals = sumTotals(spans, run)
-	v.Resolution = resolution(spans)
-	for _, spec := range chartSet(tl, fs, q.Op) {
-		d, err := drawChart(spec)
+	return d, nil
+}
+
+// buildRun gathers a run page.
+func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone bool, maxPoints int) (runView, error) {
+	d, err := loadRun(ctx, st, id, q, maxPoints)
+	if err != nil {
+		return runView{}, err
+	}
+	run := d.run
+	base := "/runs/" + url.PathEscape(id)
+	v := runView{Page: page{Title: run.Name, Standalone: standalone, Nav: []navLink{{"Runs", "/"}}}, Run: run, Env: parseEnv(run.Environment),
+		Op: q.Op, Ops: d.ops, From: q.From, To: q.To, Zoomed: q.From > 0 || q.To > 0, Scenario: run.Scenario, Live: !run.Status.Done() && !standalone,
+		Base: base, ResetZoom: query(base, "op", q.Op), StateURL: base + "/state",
+		LiveURL:   query(base+"/live", "from", itoa(q.From), "to", itoa(q.To), "op", q.Op, "tpage", itoa(q.TablePage)),
+		PointsURL: query(base+"/points", "from", itoa(q.From), "to", itoa(q.To), "op", q.Op),
+		CSVURL:    base + "/windows.csv", JSONURL: base + "/windows.json", ScenarioURL: base + "/scenario.yaml"}
+	v.Build = v.Env.build()
+	v.Duration = runDuration(run, time.Now())
+	v.Findings = findingViews(d.fs)
+	v.Totals = sumTotals(d.spans, run)
+	v.Resolution = resolution(d.spans)
+	for _, spec := range chartSet(d.tl, d.fs, q.Op) {
+		c, err := drawChart(spec)
 		if err != nil {
 			return v, fmt.Errorf("chart %s: %w", spec.ID, err)
 		}
-		v.Charts = append(v.Charts, d)
+		v.Charts = append(v.Charts, c)
 	}
-	v.Points = points(tl, q.Op)
-	v.Table = windowTable(tl, q, base)
+	if standalone {
+		// No server to fetch the hover data from: it goes in the page.
+		b, err := json.Marshal(points(d.tl, q.Op)) // escapes <, > and &: safe inside <script>
+		if err != nil {
+			return v, err
+		}
+		v.PointsJS = template.JS(b)
+	}
+	v.Table = windowTable(d.tl, q, base)
 	return v, nil
+}
+
+// runPoints is the hover data of a run page, fetched by its script on the
+// first hover.
+func (s *Server) runPoints(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseRunQuery(r)
+	if err != nil {
+		return err
+	}
+	d, err := loadRun(r.Context(), s.opts.Store, r.PathValue("id"), q, s.opts.MaxPoints)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(points(d.tl, q.Op))
 }
 
 func lastIndex(spans []store.Span) int {
@@ -230,23 +277,6 @@ func itoa(n int) string {
 		return ""
 	}
 	return strconv.Itoa(n)
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortStrings(xs []string) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
 }
 
 func sumTotals(spans []store.Span, run store.Run) totals {

@@ -224,20 +224,23 @@ func query(path string, kv ...string) string {
 // --- one run
 
 type runView struct {
-	Page        page
-	Run         store.Run
-	Env         recordedEnv
-	Build       string
-	Duration    string
-	Totals      totals
-	Findings    []findingView
-	Charts      []drawnChart
-	Ops         []string
-	Op          string
-	From, To    int
-	Zoomed      bool
-	Resolution  string
-	Points      pointsJSON
+	Page       page
+	Run        store.Run
+	Env        recordedEnv
+	Build      string
+	Duration   string
+	Totals     totals
+	Findings   []findingView
+	Charts     []drawnChart
+	Ops        []string
+	Op         string
+	From, To   int
+	Zoomed     bool
+	Resolution string
+	// PointsJS is the hover data, in a standalone page only; a served page
+	// fetches it from PointsURL.
+	PointsJS    template.JS
+	PointsURL   string
 	Table       tableView
 	Scenario    string
 	Live        bool

@@ -117,6 +117,7 @@ func New(opts Options) *Server {
 		"/runs/{id}":               s.runPage,
 		"/runs/{id}/live":          s.runLive,
 		"/runs/{id}/state":         s.runState,
+		"/runs/{id}/points":        s.runPoints,
 		"/runs/{id}/windows.csv":   s.windowsCSV,
 		"/runs/{id}/windows.json":  s.windowsJSON,
 		"/runs/{id}/scenario.yaml": s.scenarioYAML,

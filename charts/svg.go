@@ -99,6 +99,7 @@ func (c *svgCanvas) Stroke(p vg.Path) {
 	if st.width <= 0 {
 		return
 	}
+	p = c.simplify(p)
 	c.buf.WriteString(`<path fill="none" d="`)
 	c.pathData(p)
 	c.buf.WriteString(`"`)
@@ -117,6 +118,62 @@ func (c *svgCanvas) Stroke(p vg.Path) {
 		c.buf.WriteString(`"`)
 	}
 	c.buf.WriteString("/>\n")
+}
+
+// simplifyTolerance is how far (viewBox units, ~1.25 px on a wide page) a
+// dropped point may lie from the line drawn without it.
+const simplifyTolerance = 0.3
+
+// simplify drops the points of a polyline (moves and lines only) that lie
+// within simplifyTolerance of the line through their neighbours kept
+// (Ramer–Douglas–Peucker): what is drawn does not change visibly, and a
+// flat or straight series costs a few points instead of one per window.
+func (c *svgCanvas) simplify(p vg.Path) vg.Path {
+	if len(p) < 16 || p[0].Type != vg.MoveComp {
+		return p
+	}
+	for _, comp := range p[1:] {
+		if comp.Type != vg.LineComp {
+			return p
+		}
+	}
+	xs, ys := make([]float64, len(p)), make([]float64, len(p))
+	for i, comp := range p {
+		xs[i], ys[i] = c.page(comp.Pos)
+	}
+	keep := make([]bool, len(p))
+	keep[0], keep[len(p)-1] = true, true
+	type span struct{ a, b int }
+	stack := []span{{0, len(p) - 1}}
+	for len(stack) > 0 {
+		sp := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		dx, dy := xs[sp.b]-xs[sp.a], ys[sp.b]-ys[sp.a]
+		norm := math.Hypot(dx, dy)
+		far, farD := -1, simplifyTolerance
+		for i := sp.a + 1; i < sp.b; i++ {
+			var d float64
+			if norm == 0 {
+				d = math.Hypot(xs[i]-xs[sp.a], ys[i]-ys[sp.a])
+			} else {
+				d = math.Abs(dy*(xs[i]-xs[sp.a])-dx*(ys[i]-ys[sp.a])) / norm
+			}
+			if d > farD {
+				far, farD = i, d
+			}
+		}
+		if far > 0 {
+			keep[far] = true
+			stack = append(stack, span{sp.a, far}, span{far, sp.b})
+		}
+	}
+	out := make(vg.Path, 0, len(p)/4)
+	for i, comp := range p {
+		if keep[i] {
+			out = append(out, comp)
+		}
+	}
+	return out
 }
 
 func (c *svgCanvas) Fill(p vg.Path) {

@@ -23,11 +23,31 @@
     return out || "0";
   }
 
-  function points(root) {
-    var el = root.querySelector("script.points");
+  // The hover data: in the page (a saved report) or fetched once per
+  // version of the charts (a live update brings a new element).
+  var loaded = new WeakMap();
+  function points() {
+    var el = document.querySelector("script.points");
     if (!el) return null;
-    try { return JSON.parse(el.textContent); } catch (e) { return null; }
+    var p = loaded.get(el);
+    if (p) return p === "loading" ? null : p;
+    if (el.textContent.trim()) {
+      try { p = JSON.parse(el.textContent); } catch (e) { return null; }
+      loaded.set(el, p);
+      return p;
+    }
+    if (!el.dataset.src) return null;
+    loaded.set(el, "loading");
+    fetch(el.dataset.src, { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) throw new Error(r.status);
+      return r.json();
+    }).then(function (p) {
+      loaded.set(el, p);
+      if (lastMove) lastMove();
+    }).catch(function () { loaded.delete(el); });
+    return null;
   }
+  var lastMove = null;
 
   // index of the point whose span holds t (or the nearest one).
   function find(p, t) {
@@ -100,15 +120,15 @@
   }
 
   function bindCharts(root) {
-    var p = points(root);
-    if (!p) return;
     root.querySelectorAll("figure.chart").forEach(function (fig) {
       var plot = fig.querySelector(".plot");
       if (!plot) return;
       var svg = plot.querySelector("svg"), cursor = plot.querySelector(".cursor"),
         tip = plot.querySelector(".tip"), sel = plot.querySelector(".sel");
       var chart = fig.dataset.chart, drag = null;
-      plot.addEventListener("mousemove", function (ev) {
+      plot.addEventListener("mouseenter", function () { points(); });
+      plot.addEventListener("mousemove", function move(ev) {
+        lastMove = function () { move(ev); };
         var g = geometry(svg, ev);
         if (drag !== null) {
           var a = Math.min(drag.x, ev.clientX - plot.getBoundingClientRect().left), b = Math.max(drag.x, ev.clientX - plot.getBoundingClientRect().left);
@@ -116,7 +136,8 @@
           sel.style.left = a + "px";
           sel.style.width = (b - a) + "px";
         }
-        if (!g.inside) { cursor.hidden = tip.hidden = true; return; }
+        var p = points();
+        if (!g.inside || !p) { cursor.hidden = tip.hidden = true; return; }
         var k = find(p, g.t);
         if (k < 0) return;
         var xa = g.xOf(p.t0[k]), xb = g.xOf(p.t1[k]);
@@ -130,6 +151,7 @@
         tip.style.left = left + "px";
       });
       plot.addEventListener("mouseleave", function () {
+        lastMove = null;
         cursor.hidden = tip.hidden = true;
         sel.hidden = true;
         drag = null;
@@ -147,7 +169,8 @@
         drag = null;
         sel.hidden = true;
         var dx = Math.abs(ev.clientX - plot.getBoundingClientRect().left - start.x);
-        if (dx < 6) return;
+        var p = points();
+        if (dx < 6 || !p) return;
         var a = find(p, Math.min(start.t, g.t)), b = find(p, Math.max(start.t, g.t));
         var run = document.getElementById("run");
         var q = new URLSearchParams();
