@@ -111,11 +111,11 @@ func TestRunScopeMetrics(t *testing.T) {
 		"rps{op=list} min 1500: 1000 FAILED",
 		"error_rate max 0.01: 0.02000 FAILED", // 40 / 2,000
 		"error_rate{op=list} max 0.05: 0.02000 ok",
-		"dropped_rate max 0.01: 0.009901 ok",       // 20 / 2,020
-		"cpu_us_per_request max 150: 200 FAILED",   // (100×1000 + 300×1000) / 2000
-		"rss_bytes max 45000000: 50000000 FAILED",  // the highest reading
-		"heap_bytes max 45000000: 10000000 ok",     // only window 1 read it
-		"rows_read_per_request max 3: 3 ok",        // (2×1000 + 4×1000) / 2000
+		"dropped_rate max 0.01: 0.009901 ok",      // 20 / 2,020
+		"cpu_us_per_request max 150: 200 FAILED",  // (100×1000 + 300×1000) / 2000
+		"rss_bytes max 45000000: 50000000 FAILED", // the highest reading
+		"heap_bytes max 45000000: 10000000 ok",    // only window 1 read it
+		"rows_read_per_request max 3: 3 ok",       // (2×1000 + 4×1000) / 2000
 		"p99_ms{op=get} max 3: no value (op get sent no requests) FAILED",
 	}
 	if !reflect.DeepEqual(got, want) {
