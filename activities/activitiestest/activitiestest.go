@@ -15,6 +15,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -24,6 +25,7 @@ type Store struct {
 	runs     map[string]store.Run
 	windows  map[string]map[[2]int]window.Window
 	findings map[string][]analysis.Finding
+	judged   map[string][]thresholds.Result
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -37,6 +39,7 @@ func (s *Store) init() {
 		s.runs = map[string]store.Run{}
 		s.windows = map[string]map[[2]int]window.Window{}
 		s.findings = map[string][]analysis.Finding{}
+		s.judged = map[string][]thresholds.Result{}
 		s.Puts = map[string]int{}
 	}
 }
@@ -150,6 +153,23 @@ func (s *Store) Findings(_ context.Context, runID string) ([]analysis.Finding, e
 	defer s.mu.Unlock()
 	s.init()
 	return slices.Clone(s.findings[runID]), nil
+}
+
+// PutThresholds implements store.Store.
+func (s *Store) PutThresholds(_ context.Context, runID string, rs []thresholds.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.judged[runID] = slices.Clone(rs)
+	return nil
+}
+
+// Thresholds implements store.Store.
+func (s *Store) Thresholds(_ context.Context, runID string) ([]thresholds.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.judged[runID]), nil
 }
 
 // Close implements store.Store.
