@@ -64,8 +64,8 @@ type Run struct {
 	// finding fails the run's gate, as `run --fail-on` gave it ("": none).
 	FailOn    string    `json:"fail_on,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
-	StartedAt    time.Time       `json:"started_at,omitzero"`
-	EndedAt      time.Time       `json:"ended_at,omitzero"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
