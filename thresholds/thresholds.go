@@ -86,6 +86,20 @@ func (r Result) String() string {
 	return s + " FAILED"
 }
 
+// StopReason is the run's reason when r, a threshold with abort: true,
+// stopped it: "stopped early: threshold p99_ms max 250 (any window) failed
+// with 312.4 in window 7".
+func StopReason(r Result) string {
+	s := "stopped early: threshold " + r.Threshold + " failed"
+	if r.Value != nil {
+		s += " with " + FormatValue(*r.Value)
+	}
+	if r.Window != nil {
+		s += " in window " + strconv.Itoa(*r.Window)
+	}
+	return s
+}
+
 // FormatValue prints a figure with 4 significant digits and no exponent
 // for everyday magnitudes (0.0123, 182.4, 2310, 52430000).
 func FormatValue(v float64) string {

@@ -256,6 +256,9 @@ type Driver struct {
 	// call number call (1-based). Returning an error stops the drive with
 	// it; it may block on ctx.
 	Before func(ctx context.Context, call int, index int) error
+	// Shape, if set, changes window index of call number call before it is
+	// handed to the sink (say, to give it latencies a threshold judges).
+	Shape func(call, index int, w *window.Window)
 }
 
 var _ activities.Driver = (*Driver)(nil)
@@ -265,7 +268,7 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 	d.mu.Lock()
 	d.Calls = append(d.Calls, req)
 	call := len(d.Calls)
-	before := d.Before
+	before, shape := d.Before, d.Shape
 	d.mu.Unlock()
 	length := req.Scenario.Load.Window.D()
 	total := int((req.Scenario.Load.Duration.D() + length - 1) / length)
@@ -282,6 +285,9 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 		w := window.Window{
 			Index: i, Start: start.Add(time.Duration(i) * length), End: start.Add(time.Duration(i+1) * length),
 			Requests: 100, OK: 100, Dropped: int64(call),
+		}
+		if shape != nil {
+			shape(call, i, &w)
 		}
 		if err := sink(w); err != nil {
 			return err
