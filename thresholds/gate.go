@@ -17,6 +17,9 @@ type Gate struct {
 	Thresholds []Result
 	// Findings are the findings at or above FailOn.
 	Findings []analysis.Finding
+	// Incomplete is the run's status when it did not complete (failed,
+	// cancelled): such a run never passes, whatever its thresholds say.
+	Incomplete string
 }
 
 // Gate outcomes as the reports print them.
@@ -36,8 +39,11 @@ func (g Gate) Outcome() string {
 // Reasons lists why the gate failed, one short phrase each.
 func (g Gate) Reasons() []string {
 	var out []string
+	if g.Incomplete != "" {
+		out = append(out, "the run "+g.Incomplete)
+	}
 	for _, r := range g.Thresholds {
-		out = append(out, "threshold "+r.String())
+		out = append(out, "threshold "+r.Threshold+" failed: "+r.Measured())
 	}
 	for _, f := range g.Findings {
 		out = append(out, fmt.Sprintf("%s finding %s (--fail-on %s)", f.Severity, f.Kind, g.FailOn))

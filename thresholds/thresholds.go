@@ -40,7 +40,7 @@ type Result struct {
 	Threshold string `json:"threshold"`
 	Metric    string `json:"metric"`
 	// Op is the op the metric was measured on; empty for all ops together.
-	Op string `json:"op,omitempty"`
+	Op string `json:"op"`
 	// Bound is "max" (Value must not exceed Limit) or "min".
 	Bound string  `json:"bound"`
 	Limit float64 `json:"limit"`
@@ -54,8 +54,8 @@ type Result struct {
 	// window-scoped threshold.
 	Windows int `json:"windows,omitempty"`
 	// Window (scope window) is the index of the window that completed the
-	// breach, or of the worst window when the threshold held.
-	Window      *int `json:"window,omitempty"`
+	// breach, or of the worst window when the threshold held; nil for scope run.
+	Window      *int `json:"window"`
 	Incarnation int  `json:"incarnation,omitempty"`
 	Abort       bool `json:"abort,omitempty"`
 	// Note says why there is no Value.
@@ -65,25 +65,29 @@ type Result struct {
 // String is one line: "p99_ms{op=list} max 250: 182.4 ok",
 // "error_rate max 0.01: 0.034 FAILED", with the window for scope window.
 func (r Result) String() string {
-	s := r.Threshold + ": "
-	if r.Value == nil {
-		s += "no value"
-		if r.Note != "" {
-			s += " (" + r.Note + ")"
-		}
-	} else {
-		s += FormatValue(*r.Value)
-		if r.Window != nil {
-			s += " in window " + strconv.Itoa(*r.Window)
-			if r.Incarnation > 1 {
-				s += fmt.Sprintf(" of incarnation %d", r.Incarnation)
-			}
-		}
-	}
 	if r.OK {
-		return s + " ok"
+		return r.Threshold + ": " + r.Measured() + " ok"
 	}
-	return s + " FAILED"
+	return r.Threshold + ": " + r.Measured() + " FAILED"
+}
+
+// Measured says what was measured: "182.4", "25 in window 4", "no value
+// (no process probe readings)".
+func (r Result) Measured() string {
+	if r.Value == nil {
+		if r.Note != "" {
+			return "no value (" + r.Note + ")"
+		}
+		return "no value"
+	}
+	s := FormatValue(*r.Value)
+	if r.Window != nil {
+		s += " in window " + strconv.Itoa(*r.Window)
+		if r.Incarnation > 1 {
+			s += fmt.Sprintf(" of incarnation %d", r.Incarnation)
+		}
+	}
+	return s
 }
 
 // StopReason is the run's reason when r, a threshold with abort: true,

@@ -274,7 +274,7 @@ func TestJudge(t *testing.T) {
 	}{
 		{"all ok", []Result{ok}, []analysis.Finding{warn, info}, "", "passed"},
 		{"no thresholds", nil, nil, analysis.Warning, "passed"},
-		{"threshold", []Result{ok, bad}, nil, "", "failed: threshold p99_ms max 1: 2 FAILED"},
+		{"threshold", []Result{ok, bad}, nil, "", "failed: threshold p99_ms max 1 failed: 2"},
 		{"warning on warning", nil, []analysis.Finding{info, warn, crit}, analysis.Warning,
 			"failed: warning finding leak (--fail-on warning); critical finding collapse (--fail-on warning)"},
 		{"warning on critical", nil, []analysis.Finding{info, warn}, analysis.Critical, "passed"},
