@@ -169,7 +169,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		if watch != nil && res.StoppedBy == "" {
 			if failed := watch.Observe(w); len(failed) > 0 {
 				res.StoppedBy = thresholds.StopReason(failed[0])
-				log.Warn("a threshold failed; stopping the run early", "window", w.Index, "threshold", failed[0].Threshold)
+				log.Info("a threshold failed; stopping the run early", "window", w.Index, "threshold", failed[0].Threshold)
 				stopLoad()
 			}
 		}
