@@ -21,8 +21,8 @@ type reportFlags struct {
 func (a *app) reportCmd() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:     "report RUN_ID",
-		Short:   "Print a stored run: status, windows, summary, findings, thresholds and gate",
+		Use:   "report RUN_ID",
+		Short: "Print a stored run: status, windows, summary, findings, thresholds and gate",
 		Long: `Report prints a stored run: its status, one line per window, the summary, the
 probe problems, the findings and, when the scenario has thresholds or the run
 was started with --fail-on, each threshold with its value and the gate. The
