@@ -69,7 +69,10 @@ func runSuite(t *testing.T, open backend) {
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
-		{"UpgradeFromSchema3", testUpgradeFromSchema3},
+		{"UpgradeFromSchema4", testUpgradeFromSchema4},
+		{"ComparisonRoundTrip", testComparisonRoundTrip},
+		{"ComparisonMissing", testComparisonMissing},
+		{"ComparisonStatusAndList", testComparisonStatusAndList},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })
@@ -592,9 +595,9 @@ func testUpgradeFromSchema2(t *testing.T, open backend) {
 	}
 }
 
-// testUpgradeFromSchema3: a store written before thresholds existed opens,
+// testUpgradeFromSchema4: a store written before thresholds existed opens,
 // its runs read back with no fail_on, and thresholds can be stored.
-func testUpgradeFromSchema3(t *testing.T, open backend) {
+func testUpgradeFromSchema4(t *testing.T, open backend) {
 	dsn := open(t)
 	ctx := context.Background()
 	s, err := store.Open(ctx, dsn)
@@ -607,7 +610,7 @@ func testUpgradeFromSchema3(t *testing.T, open backend) {
 		t.Fatal(err)
 	}
 	db := openSQL(t, dsn)
-	for _, q := range []string{`DROP TABLE thresholds`, `ALTER TABLE runs DROP COLUMN fail_on`, `DELETE FROM schema_migrations WHERE version = 4`} {
+	for _, q := range []string{`DROP TABLE thresholds`, `ALTER TABLE runs DROP COLUMN fail_on`, `DELETE FROM schema_migrations WHERE version = 5`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -615,7 +618,7 @@ func testUpgradeFromSchema3(t *testing.T, open backend) {
 	s = openDSN(t, dsn)
 	got, err := s.GetRun(ctx, "old")
 	if err != nil || !reflect.DeepEqual(got, old) {
-		t.Errorf("run written at schema 3:\n got %+v (%v)\nwant %+v", got, err, old)
+		t.Errorf("run written at schema 4:\n got %+v (%v)\nwant %+v", got, err, old)
 	}
 	if err := s.PutThresholds(ctx, "old", []thresholds.Result{{Metric: "rps", OK: true}}); err != nil {
 		t.Errorf("PutThresholds after the upgrade: %v", err)
