@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/longhaul-dev/longhaul/equivalence"
 )
 
 // Validate checks s as Parse does and fills in the same defaults. Use it on a
@@ -54,6 +56,8 @@ func (v *validator) errf(path []any, format string, args ...any) {
 				line = v.s.Setup[i].Line
 			case path[0] == "ops" && i < len(v.s.Ops):
 				line = v.s.Ops[i].Line
+			case path[0] == "thresholds" && i < len(v.s.Thresholds):
+				line = v.s.Thresholds[i].Line
 			}
 		}
 	}
@@ -130,6 +134,14 @@ func (v *validator) validate() {
 	}
 	v.validateEnvironment()
 	v.validateProbes()
+	v.validateThresholds()
+	if c := v.s.Compare; c != nil {
+		for i, path := range c.Ignore {
+			if err := equivalence.CheckIgnore(path); err != nil {
+				v.errf(p("compare", "ignore", i), "%v", err)
+			}
+		}
+	}
 }
 
 func (v *validator) validateLoad() {
