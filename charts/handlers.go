@@ -72,7 +72,7 @@ func buildRuns(ctx context.Context, st Reader, opts store.ListOptions, pageNum i
 	for _, r := range runs {
 		c := counts[r.ID]
 		v.Rows = append(v.Rows, runRow{Run: r, Href: "/runs/" + url.PathEscape(r.ID), Duration: runDuration(r, now),
-			Build: parseEnv(r.Environment).build(), Windows: c.Windows, Gaps: c.Gaps, Badges: badges(c)})
+			Build: parseEnv(r.Environment).build(), Windows: c.Windows, Gaps: c.Gaps, Badges: badges(c), Round: roundOf(ctx, st, r.ID)})
 	}
 	link := func(p int) string {
 		return query("/", "q", v.Q, "status", v.Status, "kind", v.Kind, "page", strconv.Itoa(p))
@@ -84,6 +84,27 @@ func buildRuns(ctx context.Context, st Reader, opts store.ListOptions, pageNum i
 		v.Next = link(pageNum + 1)
 	}
 	return v, nil
+}
+
+// roundLink says which comparison round a run is.
+type roundLink struct {
+	Href  string
+	ID    string
+	Round store.Round
+}
+
+// roundOf returns the comparison round run id is, or nil (not a round, or
+// a store without comparisons).
+func roundOf(ctx context.Context, st Reader, id string) *roundLink {
+	cr, ok := st.(ComparisonReader)
+	if !ok {
+		return nil
+	}
+	cid, rd, err := cr.RoundOfRun(ctx, id)
+	if err != nil {
+		return nil
+	}
+	return &roundLink{Href: "/comparisons/" + url.PathEscape(cid), ID: cid, Round: rd}
 }
 
 // runQuery is what a run page's address selects: a zoomed range, an op, a
@@ -228,6 +249,7 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		CSVURL:    base + "/windows.csv", JSONURL: base + "/windows.json", ScenarioURL: base + "/scenario.yaml"}
 	v.Build = v.Env.build()
 	v.Duration = runDuration(run, time.Now())
+	v.Round = roundOf(ctx, st, id)
 	v.Findings = findingViews(d.fs)
 	v.Totals = sumTotals(d.spans, run)
 	v.Resolution = resolution(d.spans)

@@ -138,6 +138,7 @@ type runRow struct {
 	Windows  int
 	Gaps     int
 	Badges   []badge
+	Round    *roundLink
 }
 
 type badge struct {
@@ -229,6 +230,7 @@ type runView struct {
 	Env        recordedEnv
 	Build      string
 	Duration   string
+	Round      *roundLink
 	Totals     totals
 	Findings   []findingView
 	Charts     []drawnChart

@@ -121,6 +121,7 @@ func New(opts Options) *Server {
 		"/runs/{id}/windows.csv":   s.windowsCSV,
 		"/runs/{id}/windows.json":  s.windowsJSON,
 		"/runs/{id}/scenario.yaml": s.scenarioYAML,
+		"/comparisons/{id}":        s.comparisonPage,
 	}
 	for pattern, v := range views {
 		s.mux.Handle("GET "+pattern, s.handle(v))

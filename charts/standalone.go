@@ -20,13 +20,18 @@ func WriteRunPage(ctx context.Context, w io.Writer, st Reader, id string) error 
 	if err != nil {
 		return err
 	}
-	v.Page.CSS, v.Page.JS = template.CSS(staticFile("ui.css")), template.JS(staticFile("ui.js"))
+	v.Page.CSS, v.Page.JS = cssJS()
 	var b strings.Builder
 	if err := templates.ExecuteTemplate(&b, "run.html", v); err != nil {
 		return fmt.Errorf("render run %s: %w", id, err)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// cssJS is the UI's stylesheet and script, for inlining.
+func cssJS() (template.CSS, template.JS) {
+	return template.CSS(staticFile("ui.css")), template.JS(staticFile("ui.js"))
 }
 
 func staticFile(name string) string {

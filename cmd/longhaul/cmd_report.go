@@ -61,6 +61,12 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 	}
 	defer st.Close()
 	run, err := st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) && html {
+		// A comparison's page, when ID names one.
+		if _, cerr := st.GetComparison(ctx, id); cerr == nil {
+			return charts.WriteComparisonPage(ctx, a.stdout, st, id)
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return badInputf("no run %s in %s (see longhaul runs)", id, where)
 	}

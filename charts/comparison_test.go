@@ -1,0 +1,74 @@
+package charts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/equivalence"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// seedComparison stores a finished two-pair comparison whose rounds are
+// small fixture runs; the second pair's A round was disturbed.
+func seedComparison(t *testing.T, st store.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.GetComparison(ctx, "cmp-1"); err == nil {
+		return "cmp-1"
+	}
+	h := newHistograms(t)
+	c := store.Comparison{ID: "cmp-1", Name: "api <b>v2</b>", Status: store.Completed, Order: "abba", Pairs: 2,
+		A: store.Build{Ref: "main", Commit: "aaaa111"}, B: store.Build{Ref: "feature", Commit: "bbbb222"},
+		RoundDuration: time.Minute, Window: 10 * time.Second, CreatedAt: fixtureT0, StartedAt: fixtureT0, EndedAt: fixtureT0.Add(4 * time.Minute),
+		Equivalence: equivalence.Result{Status: equivalence.Different, Requests: 40, FirstDifference: &equivalence.Difference{
+			Request: 7, Op: "get", Method: "GET", Path: "/items/<script>", What: "body", JSONPath: "$.name", A: `"x"`, B: `"<script>alert(1)</script>"`}},
+		Verdicts: []analysis.Verdict{{Metric: analysis.MetricP50Ms, Outcome: analysis.Better, Ratio: 0.82, CI: [2]float64{0.75, 0.9}, Pairs: 2, PairsBBetter: 2,
+			Method: "t on log-ratios", Summary: "p50: B won 2/2 pairs"}},
+	}
+	for i, side := range []store.Side{store.SideA, store.SideB, store.SideB, store.SideA} {
+		id := fmt.Sprintf("cmp-1-r%d", i)
+		fixture{ID: id, Name: c.Name, Windows: 6}.seed(t, st, h)
+		c.Rounds = append(c.Rounds, store.Round{Index: i, Pair: i / 2, Side: side, RunID: id, Status: store.Completed, Disturbed: i == 3, ForeignCPU: 0.02})
+	}
+	if err := st.PutComparison(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func TestComparisonPage(t *testing.T) {
+	u := newTestUI(t, Options{})
+	id := seedComparison(t, u.st)
+	body := u.mustGet("/comparisons/"+id, "text/html")
+	checkCSPClean(t, "comparison", body)
+	if strings.Contains(body, "<script>alert(1)</script>") || strings.Contains(body, "<b>v2</b>") {
+		t.Error("comparison page has user text unescaped")
+	}
+	for _, want := range []string{
+		"api &lt;b&gt;v2&lt;/b&gt;", "different", "request 7 (get): GET /items/&lt;script&gt;", "$.name",
+		"p50_ms", "better", "-18.0 %", "2/2", "disturbed", `href="/runs/cmp-1-r0"`, `href="/runs/cmp-1-r3"`,
+		"cpu_us_per_request", "main @aaaa111", "feature @bbbb222",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("comparison page lacks %q", want)
+		}
+	}
+	run := u.mustGet("/runs/cmp-1-r2", "text/html")
+	if !strings.Contains(run, `of <a href="/comparisons/cmp-1">comparison cmp-1</a>`) {
+		t.Error("a round's run page does not link its comparison")
+	}
+	if runs := u.mustGet("/", "text/html"); !strings.Contains(runs, "comparison round") {
+		t.Error("the runs page does not mark comparison rounds")
+	}
+	if res, _ := u.get("/comparisons/nope"); res.StatusCode != 404 {
+		t.Errorf("missing comparison: %d", res.StatusCode)
+	}
+	var b strings.Builder
+	if err := WriteComparisonPage(context.Background(), &b, u.st, id); err != nil || !strings.Contains(b.String(), "<style>") {
+		t.Errorf("standalone comparison page: %v", err)
+	}
+}
