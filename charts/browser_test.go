@@ -164,17 +164,21 @@ func (b *browser) screenshot(name string) {
 
 // chartState is what a page's charts drew, as the browser sees it.
 type chartState struct {
-	ID       string `json:"id"`
-	SVG      bool   `json:"svg"`
-	Paths    int    `json:"paths"`
-	Segments int    `json:"segments"` // line segments of the longest path
-	Empty    string `json:"empty"`
+	ID     string  `json:"id"`
+	SVG    bool    `json:"svg"`
+	Paths  int     `json:"paths"`
+	Series int     `json:"series"` // series paths drawn
+	Width  float64 `json:"width"`  // widest series path over the data area's width
+	Empty  string  `json:"empty"`
 }
 
 const chartsJS = `Array.from(document.querySelectorAll('figure.chart')).map(f => {
+  const svg = f.querySelector('.plot svg');
   const ps = Array.from(f.querySelectorAll('.plot svg path'));
-  return {id: f.dataset.chart, svg: !!f.querySelector('.plot svg'), paths: ps.length,
-    segments: Math.max(0, ...ps.map(p => (p.getAttribute('d').match(/l/g) || []).length)),
+  const series = ps.filter(p => p.getAttribute('stroke-width') === '1.3');
+  const area = svg ? (+svg.dataset.px1 - +svg.dataset.px0) : 1;
+  return {id: f.dataset.chart, svg: !!svg, paths: ps.length, series: series.length,
+    width: Math.max(0, ...series.map(p => p.getBBox().width)) / area,
     empty: (f.querySelector('.empty') || {}).textContent || ''};
 })`
 
@@ -239,8 +243,8 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("%d charts, want 6", len(cs))
 	}
 	for _, c := range cs {
-		if !c.SVG || c.Paths < 3 || c.Segments < 50 {
-			t.Errorf("chart %s: svg %v, %d paths, longest %d segments (want its series drawn)", c.ID, c.SVG, c.Paths, c.Segments)
+		if !c.SVG || c.Series < 1 || c.Width < 0.4 {
+			t.Errorf("chart %s: svg %v, %d series, widest %.2f of the data area (want its series drawn across the run)", c.ID, c.SVG, c.Series, c.Width)
 		}
 	}
 	if tip := b.hover("latency", 0.5); !regexp.MustCompile(`window (5[5-9]|6[0-5])\b`).MatchString(tip) || !strings.Contains(tip, "p99.9") || !strings.Contains(tip, "requests") {
@@ -266,8 +270,8 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after a drag the page is %s, want a zoomed range", url)
 	}
 	for _, c := range b.charts() {
-		if !c.SVG || c.Paths < 3 {
-			t.Errorf("zoomed chart %s: %d paths", c.ID, c.Paths)
+		if !c.SVG || c.Series < 1 || c.Width < 0.4 {
+			t.Errorf("zoomed chart %s: %d series, widest %.2f", c.ID, c.Series, c.Width)
 		}
 	}
 	b.screenshot("run-zoomed")
