@@ -32,7 +32,7 @@ type Namespace struct {
 	id   string
 
 	mu sync.RWMutex // Close waits for the dials in progress (they use fd)
-	fd int         // -1 once closed
+	fd int          // -1 once closed
 }
 
 // Open opens the network namespace at path (a /proc/<pid>/ns/net link, or
