@@ -11,113 +11,37 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/longhaul-dev/longhaul/netns/netnstest"
 )
 
-// newNamespace creates a network namespace of its own for one test: a
-// thread unshares its namespace, brings its loopback up (and adds each
-// alias address to it, as lo:N) and parks; at cleanup it exits still
-// locked, so the runtime discards it. Nothing outlives the test, not even
-// when it is killed. It returns the namespace's path, valid during the test.
-func newNamespace(t testing.TB, aliases ...netip.Addr) string {
+// newNamespace is a namespace of the test's own (netnstest.New).
+func newNamespace(t testing.TB, aliases ...netip.Addr) *netnstest.Namespace {
 	t.Helper()
-	ready := make(chan error, 1)
-	done := make(chan struct{})
-	var path string
-	go func() {
-		runtime.LockOSThread() // never unlocked: this thread dies with the goroutine
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			ready <- err
-			return
-		}
-		path = fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-		ready <- configureLoopback(aliases)
-		<-done
-	}()
-	if err := <-ready; err != nil {
-		if errors.Is(err, unix.EPERM) {
-			t.Skipf("cannot create a network namespace (needs CAP_SYS_ADMIN): %v", err)
-		}
-		t.Fatalf("new network namespace: %v", err)
-	}
-	t.Cleanup(func() { close(done) })
-	return path
+	return netnstest.New(t, aliases...)
 }
 
-// configureLoopback brings lo up in the current thread's namespace and adds
-// the alias addresses.
-func configureLoopback(aliases []netip.Addr) error {
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(s)
-	up := func(name string) error {
-		ifr, err := unix.NewIfreq(name)
-		if err != nil {
-			return err
-		}
-		if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
-			return fmt.Errorf("flags of %s: %w", name, err)
-		}
-		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-		if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
-			return fmt.Errorf("bring %s up: %w", name, err)
-		}
-		return nil
-	}
-	if err := up("lo"); err != nil {
-		return err
-	}
-	for i, a := range aliases {
-		name := fmt.Sprintf("lo:%d", i+1)
-		ifr, err := unix.NewIfreq(name)
-		if err != nil {
-			return err
-		}
-		b := a.As4()
-		if err := ifr.SetInet4Addr(b[:]); err != nil {
-			return err
-		}
-		if err := unix.IoctlIfreq(s, unix.SIOCSIFADDR, ifr); err != nil {
-			return fmt.Errorf("address %s on %s: %w", a, name, err)
-		}
-		if err := up(name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func open(t testing.TB, path string) *Namespace {
+func open(t testing.TB, ns *netnstest.Namespace) *Namespace {
 	t.Helper()
-	n, err := Open(path)
+	n, err := Open(ns.Path)
 	if err != nil {
-		t.Fatalf("Open(%s): %v", path, err)
+		t.Fatalf("Open(%s): %v", ns.Path, err)
 	}
 	t.Cleanup(func() { _ = n.Close() })
 	return n
 }
 
-// listenIn opens a TCP listener inside n that answers every connection
+// listenIn opens a TCP listener inside ns that answers every connection
 // with greeting and the peer's address, then closes it.
-func listenIn(t testing.TB, n *Namespace, addr, greeting string) net.Listener {
+func listenIn(t testing.TB, ns *netnstest.Namespace, addr, greeting string) net.Listener {
 	t.Helper()
-	var ln net.Listener
-	if err := n.do(func() error {
-		var err error
-		ln, err = net.Listen("tcp", addr)
-		return err
-	}); err != nil {
-		t.Fatalf("listen on %s in %s: %v", addr, n.Path(), err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
+	ln := ns.Listen(t, addr)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -142,8 +66,9 @@ func readLine(t testing.TB, c net.Conn) string {
 }
 
 func TestDialReachesTheNamespacesLoopback(t *testing.T) {
-	n := open(t, newNamespace(t))
-	ln := listenIn(t, n, "127.0.0.1:0", "inside")
+	ns := newNamespace(t)
+	n := open(t, ns)
+	ln := listenIn(t, ns, "127.0.0.1:0", "inside")
 	addr := ln.Addr().String()
 
 	c, err := n.DialContext(context.Background(), "tcp", addr)
@@ -169,8 +94,9 @@ func TestDialReachesTheNamespacesLoopback(t *testing.T) {
 }
 
 func TestDialErrorsAreNetErrors(t *testing.T) {
-	n := open(t, newNamespace(t))
-	ln := listenIn(t, n, "127.0.0.1:0", "x")
+	ns := newNamespace(t)
+	n := open(t, ns)
+	ln := listenIn(t, ns, "127.0.0.1:0", "x")
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err := n.DialContext(context.Background(), "tcp", addr)
@@ -221,7 +147,7 @@ func TestOpenErrors(t *testing.T) {
 // TestOpenNotPermitted: a process without CAP_SYS_ADMIN gets EPERM from
 // setns; Open reports it as ErrNotPermitted (and the caller falls back).
 func TestOpenNotPermitted(t *testing.T) {
-	path := newNamespace(t)
+	path := newNamespace(t).Path
 	real := setns
 	t.Cleanup(func() { setns = real })
 	setns = func(fd, nstype int) error { return unix.EPERM }
@@ -232,8 +158,9 @@ func TestOpenNotPermitted(t *testing.T) {
 }
 
 func TestOpenTarget(t *testing.T) {
-	path := newNamespace(t)
-	n := open(t, path)
+	ns := newNamespace(t)
+	path := ns.Path
+	n := open(t, ns)
 	if !strings.HasPrefix(n.ID(), "net:[") {
 		t.Errorf("ID %q", n.ID())
 	}
@@ -251,7 +178,7 @@ func TestOpenTarget(t *testing.T) {
 }
 
 func TestClosedNamespace(t *testing.T) {
-	n, err := Open(newNamespace(t))
+	n, err := Open(newNamespace(t).Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,8 +218,9 @@ func TestThreadsComeHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := open(t, newNamespace(t))
-	ln := listenIn(t, n, "127.0.0.1:0", "x")
+	ns := newNamespace(t)
+	n := open(t, ns)
+	ln := listenIn(t, ns, "127.0.0.1:0", "x")
 	for i := 0; i < 50; i++ {
 		c, err := n.DialContext(context.Background(), "tcp", ln.Addr().String())
 		if err != nil {
@@ -403,19 +331,20 @@ func TestLoopbackCandidates(t *testing.T) {
 // refused with the address named, and never dialled.
 func TestLoopbackAddr(t *testing.T) {
 	other := netip.MustParseAddr("10.200.0.1")
-	n := open(t, newNamespace(t, other))
+	ns := newNamespace(t, other)
+	n := open(t, ns)
 	ctx := context.Background()
 	port := func(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
 
-	wild := listenIn(t, n, "0.0.0.0:0", "wild")
+	wild := listenIn(t, ns, "0.0.0.0:0", "wild")
 	if got, err := n.LoopbackAddr(ctx, port(wild)); err != nil || got.String() != fmt.Sprintf("127.0.0.1:%d", port(wild)) {
 		t.Errorf("wildcard listener: %v, %v", got, err)
 	}
-	v6 := listenIn(t, n, "[::1]:0", "v6")
+	v6 := listenIn(t, ns, "[::1]:0", "v6")
 	if got, err := n.LoopbackAddr(ctx, port(v6)); err != nil || got.String() != fmt.Sprintf("[::1]:%d", port(v6)) {
 		t.Errorf("::1 listener: %v, %v", got, err)
 	}
-	elsewhere := listenIn(t, n, other.String()+":0", "elsewhere")
+	elsewhere := listenIn(t, ns, other.String()+":0", "elsewhere")
 	_, err := n.LoopbackAddr(ctx, port(elsewhere))
 	if !errors.Is(err, ErrNotOnLoopback) || !strings.Contains(err.Error(), "10.200.0.1") {
 		t.Errorf("listener on %s only: %v, want ErrNotOnLoopback naming it", other, err)
@@ -431,8 +360,9 @@ func TestLoopbackAddr(t *testing.T) {
 // connection. The driver keeps its connections alive, so it pays it once
 // per VU, not per request.
 func BenchmarkDialNamespace(b *testing.B) {
-	n := open(b, newNamespace(b))
-	ln := listenIn(b, n, "127.0.0.1:0", "x")
+	ns := newNamespace(b)
+	n := open(b, ns)
+	ln := listenIn(b, ns, "127.0.0.1:0", "x")
 	addr := ln.Addr().String()
 	ctx := context.Background()
 	b.ReportAllocs()
