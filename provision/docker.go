@@ -59,10 +59,8 @@ var (
 // and is one line naming the local provider.
 func NewDocker(ctx context.Context, opts Options) (*Docker, error) {
 	opts = opts.withDefaults()
-	switch opts.Route {
-	case "", "auto", RouteNetNS, RoutePublishedPort:
-	default:
-		return nil, fmt.Errorf("%w: docker route %q: want auto, %s or %s", ErrInvalidSpec, opts.Route, RouteNetNS, RoutePublishedPort)
+	if err := checkRoute(opts.Route); err != nil {
+		return nil, err
 	}
 	lg := tcLogger{opts.Logger}
 	configureTestcontainers(lg)

@@ -31,6 +31,9 @@ func New(kind string, opts Options) (Provisioner, error) {
 	if err := checkKind(kind); err != nil {
 		return nil, err
 	}
+	if err := checkRoute(opts.Route); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	return &chooser{kind: kind, opts: opts, local: NewLocal(opts)}, nil
 }

@@ -29,6 +29,15 @@ const (
 	RoutePublishedPort = "published-port"
 )
 
+// checkRoute validates Options.Route.
+func checkRoute(route string) error {
+	switch route {
+	case "", "auto", RouteNetNS, RoutePublishedPort:
+		return nil
+	}
+	return fmt.Errorf("%w: docker route %q: want auto, %s or %s", ErrInvalidSpec, route, RouteNetNS, RoutePublishedPort)
+}
+
 // routeProbeTimeout bounds the checks that choose the route.
 const routeProbeTimeout = 5 * time.Second
 

@@ -189,8 +189,15 @@ func TestContainerOwnsPID(t *testing.T) {
 }
 
 func TestDockerRouteOption(t *testing.T) {
-	_, err := NewDocker(context.Background(), Options{Route: "bridge"})
-	if !errors.Is(err, ErrInvalidSpec) && !errors.Is(err, ErrNoEngine) {
+	if _, err := NewDocker(context.Background(), Options{Route: "bridge"}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("NewDocker with route bridge: %v, want ErrInvalidSpec", err)
+	}
+	if _, err := New("auto", Options{Route: "bridge"}); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("New with route bridge: %v, want ErrInvalidSpec", err)
+	}
+	for _, r := range []string{"", "auto", RouteNetNS, RoutePublishedPort} {
+		if err := checkRoute(r); err != nil {
+			t.Errorf("route %q: %v", r, err)
+		}
 	}
 }
