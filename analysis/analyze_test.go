@@ -490,3 +490,23 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefix(t *testing.T) {
+	var ws []window.Window
+	for i := range 10 {
+		s := t0.Add(time.Duration(i) * 10 * time.Second)
+		ws = append(ws, window.Window{Index: i, Start: s, End: s.Add(10 * time.Second)})
+	}
+	for _, tt := range []struct {
+		windows int
+		until   time.Duration
+		want    int
+	}{
+		{0, 0, 10}, {3, 0, 3}, {20, 0, 10}, {0, 30 * time.Second, 3}, {0, 35 * time.Second, 3}, {2, time.Minute, 2}, {5, 20 * time.Second, 2},
+	} {
+		got := Prefix(ws, tt.windows, tt.until)
+		if len(got) != tt.want || len(got) > 0 && got[len(got)-1].Index != tt.want-1 {
+			t.Errorf("Prefix(%d, %v): %d windows, want %d", tt.windows, tt.until, len(got), tt.want)
+		}
+	}
+}

@@ -33,6 +33,12 @@
 // "level_min", "level_max", "elasticity_beyond_knee", "gain_beyond_knee",
 // "p50_ms_at_knee", "p50_ms_at_max", "dropped_beyond_knee".
 //
+// Across runs, FindChangePoints (or a ChangePointSeries that grows one run
+// at a time) finds where a per-run metric — one value per nightly soak —
+// changed level: E-divisive means with a Student's t-test between the
+// segments, as Apache Otava does (defaults p < 0.001, a 5 % minimum change,
+// at least 4 runs on each side; see ChangePointOptions).
+//
 // How each detector decides is documented on its tunables in LeakOptions,
 // CollapseOptions, ErrorSurgeOptions and ThroughputLimitOptions; the
 // statistics (TheilSen, MannKendall, MannKendallHamedRao, Spearman, Median,

@@ -23,8 +23,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.temporal.io/server/common/cluster"
@@ -108,7 +110,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	dbPath := filepath.Join(opts.DataDir, DBFileName)
 
-	port, err := frontendPort(opts.Port)
+	port, err := pickFrontendPort(opts.Port)
 	if err != nil {
 		return nil, fmt.Errorf("start temporal dev server: %w", err)
 	}
@@ -150,6 +152,21 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	stopping := new(atomic.Bool)
 	srv, err := startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
+	// Subtleness ahead: every port was free when it was chosen, but another
+	// process (a second longhaul on this machine, a parallel test) may bind
+	// one before the server does. Ports we chose ourselves are chosen again;
+	// a port the caller asked for is theirs to change.
+	for retry := 0; retry < startRetries && addrInUse(err); retry++ {
+		if opts.Port == 0 {
+			if port, err = pickFrontendPort(0); err != nil {
+				break
+			}
+		}
+		if cfg, err = serverConfig(dbPath, port); err != nil {
+			break
+		}
+		srv, err = startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start temporal dev server on %s: %w", dbPath, err)
 	}
@@ -219,6 +236,20 @@ func startServer(cfg *config.Config, dc dynamicconfig.Client, logger serverLogge
 	}
 	return srv, nil
 }
+
+// startRetries bounds how often Start picks its ports again after losing one
+// to another process between choosing and binding it.
+const startRetries = 3
+
+// addrInUse reports whether err is a bind failure on a taken address. The
+// server reports it through its logger's Fatal, as text (serverFatal).
+func addrInUse(err error) bool {
+	return err != nil && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use"))
+}
+
+// pickFrontendPort is frontendPort; a variable so a test can lose the race
+// for the port it returns.
+var pickFrontendPort = frontendPort
 
 // frontendPort picks the frontend port: the one asked for, else DefaultPort
 // when free, else any free port.

@@ -238,3 +238,29 @@ func TestServerFatalIsAnError(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// TestStartRetriesALostPort: the frontend port Start chose is bound by
+// another process before the server binds it (two longhauls starting at
+// once); Start chooses again instead of failing.
+func TestStartRetriesALostPort(t *testing.T) {
+	taken := takenPort(t)
+	calls := 0
+	pickFrontendPort = func(asked int) (int, error) {
+		calls++
+		if calls == 1 {
+			return taken, nil
+		}
+		return frontendPort(asked)
+	}
+	t.Cleanup(func() { pickFrontendPort = frontendPort })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx, Options{DataDir: t.TempDir(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("Start with its first port lost: %v", err)
+	}
+	defer s.Stop()
+	if calls < 2 || strings.HasSuffix(s.Address(), ":"+strconv.Itoa(taken)) {
+		t.Errorf("address %s after %d picks; want a second pick, not the lost port %d", s.Address(), calls, taken)
+	}
+}

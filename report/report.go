@@ -22,6 +22,11 @@
 // On a terminal, a Progress bar on stderr shows how far the run is; the text
 // writer clears it before each line and redraws it after.
 //
+// Text window lines carry probe columns when the windows have probe
+// readings (CPU µs per request, RSS, post-GC heap with forced-GC checkpoints
+// marked, off-heap memory, event-loop delay or GC pause p99, rows read per
+// request, rows of the fastest-growing table): see Columns.
+//
 // Every writer is deterministic for given input (sorted op names, UTC
 // times), which the golden files in testdata pin down.
 package report

@@ -64,11 +64,15 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 
 	if len(rep.Windows) > 0 {
 		fmt.Fprintln(b)
-		t := NewText(b, TextOptions{})
+		t := NewText(b, TextOptions{Columns: ColumnsOf(rep.Windows), Table: FastestGrowingTable(rep.Windows)})
 		for _, w := range rep.Windows {
 			if err := t.Window(w); err != nil {
 				return err
 			}
+		}
+		t.writeLegend()
+		if err := t.out.Flush(); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintln(b)

@@ -18,15 +18,34 @@ type TextOptions struct {
 	// Progress, when set, is cleared before each line and redrawn after, so
 	// the bar (on stderr) and the lines (on stdout) share a terminal cleanly.
 	Progress *Progress
+	// Columns are the probe columns to show from the first line (ColumnsOf
+	// the windows, for a stored run). A column that first appears later is
+	// added then, and the header printed again.
+	Columns Columns
+	// Table is the table whose rows ColTable shows (FastestGrowingTable of
+	// the windows, for a stored run); "" means the table that has grown
+	// most so far.
+	Table string
 }
 
 // TextWriter prints one aligned line per window under a header, and a
 // summary table at the end. Latencies are in milliseconds.
+//
+// Windows with probe readings get probe columns (see Columns) after the
+// latency columns: CPU µs per request, RSS, post-GC heap ("*" marks a
+// forced-GC checkpoint), a Node.js target's off-heap memory and event-loop
+// delay p99, a Go target's GC pause p99, PostgreSQL rows read per request
+// and the rows of the fastest-growing table. Only columns with a reading
+// are shown; to keep such a line within about 120 columns the latency part
+// is narrower and leaves out p95 (it is in the summary and the JSON).
 type TextWriter struct {
 	out         *bufio.Writer
 	opts        TextOptions
 	header      bool
 	incarnation int
+	cols        Columns
+	tables      tableGrowth
+	forced      bool // a forced-GC checkpoint was shown
 }
 
 // NewText returns a text writer on out.
@@ -34,8 +53,12 @@ func NewText(out io.Writer, opts TextOptions) *TextWriter {
 	return &TextWriter{out: bufio.NewWriter(out), opts: opts}
 }
 
-// windowHeader names the columns of a window line.
-const windowHeader = "     elapsed      req/s   p50 ms   p95 ms   p99 ms p99.9 ms   max ms   errors  dropped"
+// windowHeader names the columns of a window line without probe columns;
+// probeWindowHeader those of one with them (before the probe headers).
+const (
+	windowHeader      = "     elapsed      req/s   p50 ms   p95 ms   p99 ms p99.9 ms   max ms   errors  dropped"
+	probeWindowHeader = " elapsed    req/s   p50 ms   p99 ms p99.9 ms   max ms errors dropped"
+)
 
 // Window prints w's line (after the header, the first time).
 func (t *TextWriter) Window(w window.Window) error {
@@ -45,30 +68,75 @@ func (t *TextWriter) Window(w window.Window) error {
 			t.opts.Start = w.Start
 		}
 		if !t.header {
+			t.cols = t.opts.Columns
+		}
+		grown := columnsOf(w) &^ t.cols
+		t.cols |= grown
+		t.tables.add(w)
+		switch {
+		case !t.header:
 			t.header = true
 			t.incarnation = w.Incarnation
 			if w.Incarnation > 0 {
 				fmt.Fprintf(t.out, "incarnation %d\n", w.Incarnation)
 			}
-			fmt.Fprintln(t.out, windowHeader)
-		} else if w.Incarnation != t.incarnation {
+			t.writeHeader()
+		case w.Incarnation != t.incarnation:
 			t.incarnation = w.Incarnation
 			fmt.Fprintf(t.out, "incarnation %d\n", w.Incarnation)
+			if grown != 0 {
+				t.writeHeader()
+			}
+		case grown != 0:
+			t.writeHeader()
 		}
-		writeWindowLine(t.out, w, w.End.Sub(t.opts.Start))
+		table := t.opts.Table
+		if table == "" && t.cols&ColTable != 0 {
+			table = t.tables.fastest()
+		}
+		if t.cols&ColHeap != 0 && w.Probes.HeapBytes != nil && w.Probes.HeapForcedGC {
+			t.forced = true
+		}
+		writeWindowLine(t.out, w, w.End.Sub(t.opts.Start), t.cols, table)
 		err = t.out.Flush()
 	})
 	return err
 }
 
-func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration) {
+// writeLegend explains the marks the lines used.
+func (t *TextWriter) writeLegend() {
+	if t.forced {
+		fmt.Fprintln(t.out, "heap MiB marked * : post-GC heap at a forced-GC checkpoint")
+	}
+}
+
+func (t *TextWriter) writeHeader() {
+	if t.cols == 0 {
+		fmt.Fprintln(t.out, windowHeader)
+		return
+	}
+	fmt.Fprintln(t.out, probeWindowHeader+probeHeader(t.cols))
+}
+
+func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration, cols Columns, table string) {
 	if w.Gap {
-		fmt.Fprintf(out, "%12s  gap: window %d was lost, no measurements\n", clock(elapsed), w.Index)
+		width := 12
+		if cols != 0 {
+			width = 8
+		}
+		fmt.Fprintf(out, "%*s  gap: window %d was lost, no measurements\n", width, clock(elapsed), w.Index)
 		return
 	}
 	l := w.LatencyMs
-	line := fmt.Sprintf("%12s %10s %8s %8s %8s %8s %8s %8d %8d",
-		clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped)
+	var line string
+	if cols == 0 {
+		line = fmt.Sprintf("%12s %10s %8s %8s %8s %8s %8s %8d %8d",
+			clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped)
+	} else {
+		line = fmt.Sprintf("%8s %8s %8s %8s %8s %8s %6d %7d",
+			clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped) +
+			probeCells(cols, w, table)
+	}
 	if e := errorClasses(w.Errors); e != "" {
 		line += "  " + e
 	}
@@ -79,6 +147,7 @@ func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration) {
 func (t *TextWriter) Summary(s window.Summary) error {
 	var err error
 	t.opts.Progress.Around(func() {
+		t.writeLegend()
 		if t.header {
 			fmt.Fprintln(t.out)
 		}

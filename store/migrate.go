@@ -120,6 +120,38 @@ var migrations = []migration{
 		// build.dir, a local build.repo) against it, not their own cwd.
 		`ALTER TABLE runs ADD COLUMN scenario_dir TEXT NOT NULL DEFAULT ''`,
 	}},
+	{4, "comparisons and their rounds", []string{
+		// The columns serve listings and status updates; doc holds the
+		// rest (sides, settings, equivalence, verdicts) as JSON, so fields
+		// added to Comparison need no migration.
+		`CREATE TABLE comparisons (
+			id          TEXT PRIMARY KEY,
+			name        TEXT NOT NULL,
+			status      TEXT NOT NULL,
+			reason      TEXT NOT NULL DEFAULT '',
+			scenario    TEXT NOT NULL DEFAULT '',
+			workflow_id TEXT NOT NULL DEFAULT '',
+			doc         TEXT NOT NULL,
+			created_ns  BIGINT NOT NULL,
+			started_ns  BIGINT NOT NULL DEFAULT 0,
+			ended_ns    BIGINT NOT NULL DEFAULT 0
+		)`,
+		`CREATE INDEX comparisons_by_created ON comparisons (created_ns DESC, id DESC)`,
+		// A round's run is an ordinary run; it is not a foreign key so that
+		// a round can be recorded before its run row exists.
+		`CREATE TABLE comparison_rounds (
+			comparison_id TEXT NOT NULL REFERENCES comparisons (id) ON DELETE CASCADE,
+			idx           BIGINT NOT NULL,
+			pair_idx      BIGINT NOT NULL,
+			side          TEXT NOT NULL,
+			run_id        TEXT NOT NULL DEFAULT '',
+			status        TEXT NOT NULL,
+			disturbed     BIGINT NOT NULL DEFAULT 0,
+			doc           TEXT NOT NULL,
+			PRIMARY KEY (comparison_id, idx)
+		)`,
+		`CREATE INDEX comparison_rounds_by_run ON comparison_rounds (run_id)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -1,5 +1,5 @@
-// Package store keeps longhaul's results: runs, their windows, findings (and,
-// later, comparisons). SQLite (a file, WAL mode) is the default; PostgreSQL
+// Package store keeps longhaul's results: runs, their windows, findings,
+// and comparisons of two builds (their rounds are runs). SQLite (a file, WAL mode) is the default; PostgreSQL
 // serves a cluster of workers. Both sit behind Store.
 //
 // Recipe:
@@ -9,6 +9,10 @@
 //  2. PutRun when a run starts, PutWindow as each window closes (one
 //     transaction each, upsert on (run, incarnation, index)), SetStatus at the end.
 //  3. Read back with GetRun, ListRuns, Windows and Findings.
+//  4. A comparison: PutComparison when it starts, PutRound as each round
+//     starts and ends, PutComparison again with the equivalence result and
+//     verdicts, SetComparisonStatus at the end; GetComparison and
+//     ListComparisons read them back.
 package store
 
 import (
@@ -21,7 +25,7 @@ import (
 	"github.com/longhaul-dev/longhaul/window"
 )
 
-// ErrNotFound is returned when a run does not exist.
+// ErrNotFound is returned when a run or comparison does not exist.
 var ErrNotFound = errors.New("not found")
 
 // Status is a run's lifecycle state.
@@ -103,6 +107,8 @@ type Store interface {
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
 	// Findings returns the run's findings in the order they were put.
 	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+
+	Comparisons
 
 	Close() error
 }

@@ -67,6 +67,9 @@ func runSuite(t *testing.T, open backend) {
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
+		{"ComparisonRoundTrip", testComparisonRoundTrip},
+		{"ComparisonMissing", testComparisonMissing},
+		{"ComparisonStatusAndList", testComparisonStatusAndList},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })

@@ -219,6 +219,66 @@ type Probes struct {
 	HeapForcedGC bool `json:"heap_forced_gc,omitempty"`
 
 	Database *Database `json:"database,omitempty"`
+	// SQLite is the target's SQLite file: its size and the rows of each
+	// table at window close (probes.database.sqlite).
+	SQLite *SQLite `json:"sqlite,omitempty"`
+
+	// Node is a Node.js target's process.memoryUsage(), read through the
+	// inspector right after its forced GC (probes.heap.inspector).
+	Node *NodeMemory `json:"node,omitempty"`
+	// EventLoopDelay is a Node.js target's event-loop delay over the window:
+	// a perf_hooks.monitorEventLoopDelay histogram (10 ms resolution) read
+	// and reset each window through the inspector. Its Max includes the
+	// inspector's own forced GC of the previous window when the heap is read
+	// every window; P99 is not moved by that one sample.
+	EventLoopDelay *Pauses `json:"event_loop_delay_ms,omitempty"`
+	// GCPause is a Go target's stop-the-world GC pauses during the window:
+	// the delta of the go_gc_pauses_seconds histogram on its metrics page
+	// (read with the heap metric, when the page has it). Quantiles are
+	// interpolated within the histogram's buckets; Max is the upper bound of
+	// the highest bucket that gained a pause.
+	GCPause *Pauses `json:"gc_pause_ms,omitempty"`
+}
+
+// NodeMemory is one reading of a Node.js process's process.memoryUsage(), in
+// bytes. External is memory of C++ objects bound to JavaScript objects
+// (Buffers among them), outside the V8 heap; ArrayBuffers is the part of
+// External held by ArrayBuffers and Buffers. RSS is the whole process's
+// resident memory as Node.js sees it.
+type NodeMemory struct {
+	HeapUsedBytes     int64 `json:"heap_used_bytes"`
+	HeapTotalBytes    int64 `json:"heap_total_bytes"`
+	ExternalBytes     int64 `json:"external_bytes"`
+	ArrayBuffersBytes int64 `json:"array_buffers_bytes"`
+	RSSBytes          int64 `json:"rss_bytes"`
+}
+
+// Pauses summarises the pauses (Go GC stop-the-world pauses) or delays
+// (Node.js event-loop delay samples) of one window, in milliseconds. Count
+// is how many pauses or samples there were.
+type Pauses struct {
+	P50Ms float64 `json:"p50"`
+	P99Ms float64 `json:"p99"`
+	MaxMs float64 `json:"max"`
+	Count int64   `json:"count"`
+}
+
+// SQLite is one reading of a target's SQLite database file.
+type SQLite struct {
+	// FileBytes is the size of the database file; WALBytes that of its
+	// write-ahead log (0 when there is none).
+	FileBytes int64 `json:"file_bytes"`
+	WALBytes  int64 `json:"wal_bytes"`
+	// Tables lists the user tables (not sqlite_*), sorted by name.
+	Tables []SQLiteTable `json:"tables,omitempty"`
+}
+
+// SQLiteTable is one table's row count at window close. Estimated is set
+// when Rows is not an exact COUNT(*) (a large table: see probes.SQLiteReader).
+type SQLiteTable struct {
+	Name      string `json:"name"`
+	Rows      int64  `json:"rows"`
+	Estimated bool   `json:"estimated,omitempty"`
 }
 
 // Database holds one window's PostgreSQL statistics deltas.

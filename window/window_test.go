@@ -3,6 +3,7 @@ package window
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -122,5 +123,39 @@ func TestClassesAndErrors(t *testing.T) {
 	var back Errors
 	if err := json.Unmarshal(b, &back); err != nil || back != e {
 		t.Errorf("JSON round trip %s → %+v, %v", b, back, err)
+	}
+}
+
+// The probe readings added for SQLite, Node.js and Go pauses are omitted when
+// absent (older readers and windows keep their shape) and round-trip when set.
+func TestProbesJSON(t *testing.T) {
+	b, err := json.Marshal(Probes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != `{}` {
+		t.Errorf("empty probes encode as %s, want {}", got)
+	}
+	in := Probes{
+		SQLite:         &SQLite{FileBytes: 4096, WALBytes: 8192, Tables: []SQLiteTable{{Name: "items", Rows: 25000, Estimated: true}}},
+		Node:           &NodeMemory{HeapUsedBytes: 1, HeapTotalBytes: 2, ExternalBytes: 3, ArrayBuffersBytes: 4, RSSBytes: 5},
+		EventLoopDelay: &Pauses{P50Ms: 10.2, P99Ms: 12, MaxMs: 80, Count: 300},
+		GCPause:        &Pauses{P50Ms: 0.1, P99Ms: 0.4, MaxMs: 0.5, Count: 12},
+	}
+	b, err = json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Probes
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.SQLite.Tables[0] != in.SQLite.Tables[0] || *out.Node != *in.Node || *out.EventLoopDelay != *in.EventLoopDelay || *out.GCPause != *in.GCPause {
+		t.Errorf("round trip: got %s", b)
+	}
+	for _, key := range []string{`"sqlite":`, `"node":`, `"event_loop_delay_ms":`, `"gc_pause_ms":`, `"estimated":true`} {
+		if !json.Valid(b) || !strings.Contains(string(b), key) {
+			t.Errorf("%s lacks %s", b, key)
+		}
 	}
 }

@@ -24,6 +24,7 @@ type Store struct {
 	runs     map[string]store.Run
 	windows  map[string]map[[2]int]window.Window
 	findings map[string][]analysis.Finding
+	comps    map[string]store.Comparison
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -37,6 +38,7 @@ func (s *Store) init() {
 		s.runs = map[string]store.Run{}
 		s.windows = map[string]map[[2]int]window.Window{}
 		s.findings = map[string][]analysis.Finding{}
+		s.comps = map[string]store.Comparison{}
 		s.Puts = map[string]int{}
 	}
 }
@@ -154,6 +156,120 @@ func (s *Store) Findings(_ context.Context, runID string) ([]analysis.Finding, e
 
 // Close implements store.Store.
 func (s *Store) Close() error { return nil }
+
+// PutComparison implements store.Store.
+func (s *Store) PutComparison(_ context.Context, c store.Comparison) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	rounds := c.Rounds
+	if old, ok := s.comps[c.ID]; ok {
+		c.Rounds = old.Rounds
+	} else {
+		c.Rounds = nil
+	}
+	for _, r := range rounds {
+		c.Rounds = upsertRound(c.Rounds, r)
+	}
+	s.comps[c.ID] = c
+	return nil
+}
+
+func upsertRound(rs []store.Round, r store.Round) []store.Round {
+	rs = slices.Clone(rs)
+	for i := range rs {
+		if rs[i].Index == r.Index {
+			rs[i] = r
+			return rs
+		}
+	}
+	rs = append(rs, r)
+	slices.SortFunc(rs, func(a, b store.Round) int { return a.Index - b.Index })
+	return rs
+}
+
+// GetComparison implements store.Store.
+func (s *Store) GetComparison(_ context.Context, id string) (store.Comparison, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	c, ok := s.comps[id]
+	if !ok {
+		return store.Comparison{}, fmt.Errorf("comparison %s: %w", id, store.ErrNotFound)
+	}
+	c.Rounds = slices.Clone(c.Rounds)
+	return c, nil
+}
+
+// ListComparisons implements store.Store (newest first, Status and Name filters).
+func (s *Store) ListComparisons(_ context.Context, opts store.ListOptions) ([]store.Comparison, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	var out []store.Comparison
+	for _, c := range s.comps {
+		if (opts.Status == "" || c.Status == opts.Status) && (opts.Name == "" || c.Name == opts.Name) {
+			c.Rounds = slices.Clone(c.Rounds)
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
+
+// PutRound implements store.Store.
+func (s *Store) PutRound(_ context.Context, id string, r store.Round) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	c, ok := s.comps[id]
+	if !ok {
+		return fmt.Errorf("comparison %s: %w", id, store.ErrNotFound)
+	}
+	c.Rounds = upsertRound(c.Rounds, r)
+	s.comps[id] = c
+	return nil
+}
+
+// SetComparisonStatus implements store.Store.
+func (s *Store) SetComparisonStatus(_ context.Context, id string, st store.Status, reason string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	c, ok := s.comps[id]
+	if !ok {
+		return fmt.Errorf("comparison %s: %w", id, store.ErrNotFound)
+	}
+	c.Status, c.Reason = st, reason
+	if st == store.Running && c.StartedAt.IsZero() {
+		c.StartedAt = at
+	}
+	if st.Done() {
+		c.EndedAt = at
+	}
+	s.comps[id] = c
+	return nil
+}
+
+// RoundOfRun implements store.Store.
+func (s *Store) RoundOfRun(_ context.Context, runID string) (string, store.Round, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	ids := make([]string, 0, len(s.comps))
+	for id := range s.comps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		for _, r := range s.comps[id].Rounds {
+			if runID != "" && r.RunID == runID {
+				return id, r, nil
+			}
+		}
+	}
+	return "", store.Round{}, fmt.Errorf("round of run %s: %w", runID, store.ErrNotFound)
+}
 
 // Provisioner is a fake provisioner: environments are records that are
 // "up" until Kill or Teardown. The zero value is ready to use.

@@ -16,8 +16,10 @@ import (
 
 // analyzeFlags are the flags of longhaul analyze.
 type analyzeFlags struct {
-	format string
-	warmup time.Duration
+	format  string
+	warmup  time.Duration
+	windows int
+	until   time.Duration
 	storeFlags
 }
 
@@ -33,9 +35,14 @@ ones and prints them, after the probes that failed during the run.
 The warm-up (windows excluded at the start of each incarnation) is the
 scenario's load.warmup unless --warmup is given. A run whose windows lack
 probe data gets a missing_evidence finding that names what is missing.
+
+--windows N or --until DURATION analyse only the start of the run (the first
+N windows, or those that ended within DURATION of its start), to see how
+soon a verdict holds; such a partial analysis is printed but not stored.
 Exit code: 0 analysed (whatever was found), 2 bad input or unknown run.`,
 		Example: `  longhaul analyze 0199a3c4-...
-  longhaul analyze 0199a3c4-... --warmup 2m --format json`,
+  longhaul analyze 0199a3c4-... --warmup 2m --format json
+  longhaul analyze 0199a3c4-... --until 15m      # what the first 15 minutes showed`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.analyze(cmd.Context(), args[0], f, cmd.Flags().Changed("warmup"))
@@ -44,6 +51,8 @@ Exit code: 0 analysed (whatever was found), 2 bad input or unknown run.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.format, "format", "text", "output: text, or json (one {\"type\":\"analysis\"} object)")
 	fs.DurationVar(&f.warmup, "warmup", 0, "warm-up to exclude at the start of each incarnation (default: the scenario's load.warmup)")
+	fs.IntVar(&f.windows, "windows", 0, "analyse only the first N windows (not stored)")
+	fs.DurationVar(&f.until, "until", 0, "analyse only the windows that ended within this time of the run's start (not stored)")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -57,6 +66,13 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if f.warmup < 0 {
 		return badInputf("--warmup must be ≥ 0, got %s", f.warmup)
 	}
+	if f.windows < 0 {
+		return badInputf("--windows must be ≥ 1, got %d", f.windows)
+	}
+	if f.until < 0 {
+		return badInputf("--until must be > 0, got %s", f.until)
+	}
+	partial := f.windows > 0 || f.until > 0
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
 		return err
@@ -80,9 +96,16 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if !run.Status.Done() {
 		fmt.Fprintf(a.stderr, "longhaul: run %s is %s: analysing the %d windows stored so far\n", id, run.Status, len(ws))
 	}
+	if partial {
+		all := len(ws)
+		ws = analysis.Prefix(ws, f.windows, f.until)
+		fmt.Fprintf(a.stderr, "longhaul: analysing the first %d of %d windows; the findings are not stored\n", len(ws), all)
+	}
 	res := analysis.Analyze(ws, analysis.Options{Warmup: warmup})
-	if err := st.PutFindings(ctx, id, res.Findings); err != nil {
-		return fmt.Errorf("store the findings of run %s in %s: %w", id, where, err)
+	if !partial {
+		if err := st.PutFindings(ctx, id, res.Findings); err != nil {
+			return fmt.Errorf("store the findings of run %s in %s: %w", id, where, err)
+		}
 	}
 	an := report.Analysis{
 		RunID: id, Windows: len(ws), Warmup: warmup,

@@ -187,6 +187,21 @@ func TestFindingsLeakAndClean(t *testing.T) {
 			if an.Windows != len(ws) || an.WarmupSeconds != 1 {
 				t.Errorf("analyze read %d windows with warm-up %vs, want %d and the scenario's 1s", an.Windows, an.WarmupSeconds, len(ws))
 			}
+			// The start of the run alone: analysed and printed, not stored.
+			code, out, errOut = runCommand(t, "analyze", rep.RunID, "--data", data, "--format", "json", "--windows", "3")
+			if code != exitOK {
+				t.Fatalf("analyze --windows 3: exit %d: %s", code, errOut)
+			}
+			var part report.AnalysisObject
+			if err := json.Unmarshal([]byte(out), &part); err != nil || part.Windows != 3 {
+				t.Errorf("analyze --windows 3 read %d windows (%v), want 3", part.Windows, err)
+			}
+			if after, _ := st.Findings(context.Background(), rep.RunID); strings.Join(kinds(after), ",") != strings.Join(kinds(rep.Findings), ",") {
+				t.Errorf("analyze --windows 3 replaced the stored findings %q by %q", kinds(rep.Findings), kinds(after))
+			}
+			if code, _, _ := runCommand(t, "analyze", rep.RunID, "--data", data, "--until", "-1s"); code != exitBadInput {
+				t.Errorf("analyze --until -1s: exit %d, want %d", code, exitBadInput)
+			}
 			// A warm-up longer than the run leaves nothing to analyse: the
 			// stored findings are replaced by that verdict.
 			if code, _, errOut := runCommand(t, "analyze", rep.RunID, "--data", data, "--warmup", "1h"); code != exitOK {

@@ -1,0 +1,422 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Paired verdicts: is build B better or worse than build A?
+//
+// A comparison runs N pairs of rounds, one round of each build per pair, on
+// one host, interleaved. Run-to-run drift on a shared machine (±30 %) is
+// larger than the effects people look for (5–20 %), but it moves both
+// rounds of a pair alike, so each pair gives one ratio B/A and the ratios,
+// not the raw values, are compared with 1.
+//
+// The interval: with fewer than 6 pairs no rank test can reach 95 % (with 3
+// pairs the sign test's smallest two-sided p is 0.25), so the 95 % interval
+// of the geometric-mean ratio comes from the pairs' log-ratios with
+// Student's t at n−1 degrees of freedom. Log-ratios because a ratio is
+// multiplicative (×1.1 and ×1/1.1 cancel) and round values are skewed. The
+// sign count (how many pairs B won) is reported beside it; from 6 pairs the
+// Wilcoxon signed-rank test must agree too. Which was used is in
+// Verdict.Method.
+//
+// The decision, with the effect-size floor f (default 3 %):
+//   - the interval excludes no change and the geometric-mean ratio is
+//     beyond ±f: better or worse (from 6 pairs, if Wilcoxon agrees at 5 %);
+//   - the interval excludes no change but the ratio is within ±f:
+//     no_difference (a significant change that small is not worth acting
+//     on), and so is an interval that lies within ±f;
+//   - anything else is inconclusive, with the reason: too few pairs, the
+//     pairs disagree, the interval spans both no change and the floor,
+//     disturbed rounds.
+//
+// So an A-vs-A comparison is called better or worse at most as often as
+// the 95 % interval misses (5 %, two-sided), less where the floor catches
+// it; TestPairedAccuracyAA holds that on simulated noise per metric.
+//
+// An A-vs-A comparison (the same build on both sides) is a first-class use:
+// its intervals are this machine's noise floor for each metric (Verdict.Noise).
+
+// Defaults of PairedOptions.
+const (
+	// DefaultFloor: effects under 3 % are rarely worth a change, and
+	// CPU per request, the steadiest metric, varies ±1–2 % between rounds.
+	DefaultFloor = 0.03
+	// DefaultMinPairs: t with 1 degree of freedom (2 pairs) gives a 95 %
+	// interval ±12.7 standard errors wide — no answer a person can use.
+	DefaultMinPairs = 3
+	// DefaultWilcoxonFrom: with 6 pairs the signed-rank test's smallest
+	// two-sided p is 0.031, the first n where it can reach 0.05.
+	DefaultWilcoxonFrom = 6
+	// DefaultAlpha: 95 % intervals, two-sided.
+	DefaultAlpha = 0.05
+)
+
+// PairedOptions tune the paired verdicts. The zero value is the defaults.
+type PairedOptions struct {
+	// Floor is the effect-size floor, as a fraction (0.03 is 3 %); 0 means
+	// DefaultFloor. Floors overrides it per metric name.
+	Floor  float64
+	Floors map[string]float64
+	// MinPairs is the fewest undisturbed pairs for a verdict (0: DefaultMinPairs).
+	MinPairs int
+	// WilcoxonFrom is the number of pairs from which the Wilcoxon
+	// signed-rank test must confirm a change (0: DefaultWilcoxonFrom).
+	WilcoxonFrom int
+	// Alpha: the interval is 1−Alpha, two-sided (0: DefaultAlpha).
+	Alpha float64
+}
+
+func (o PairedOptions) floor(metric string) float64 {
+	if f, ok := o.Floors[metric]; ok && f > 0 {
+		return f
+	}
+	if o.Floor > 0 {
+		return o.Floor
+	}
+	return DefaultFloor
+}
+
+func (o PairedOptions) minPairs() int {
+	if o.MinPairs > 0 {
+		return max(o.MinPairs, 2)
+	}
+	return DefaultMinPairs
+}
+
+func (o PairedOptions) wilcoxonFrom() int {
+	if o.WilcoxonFrom > 0 {
+		return o.WilcoxonFrom
+	}
+	return DefaultWilcoxonFrom
+}
+
+func (o PairedOptions) alpha() float64 {
+	if o.Alpha > 0 && o.Alpha < 1 {
+		return o.Alpha
+	}
+	return DefaultAlpha
+}
+
+// PairValues are one pair's values of a metric. A value ≤ 0 or not finite
+// means "not measured" and leaves the pair out of that metric.
+type PairValues struct {
+	A, B float64
+	// Disturbed is set when either round had foreign load on the host; the
+	// pair is left out of the verdict.
+	Disturbed bool
+}
+
+// HigherIsBetter reports whether a larger value of metric is better
+// (throughput); for every other metric a smaller one is.
+func HigherIsBetter(metric string) bool { return metric == MetricRPS }
+
+// PairedVerdict decides one metric from its pairs. See the comment above
+// DefaultFloor for how.
+func PairedVerdict(metric string, pairs []PairValues, opts PairedOptions) Verdict {
+	v := Verdict{Metric: metric, Method: MethodTLogRatio, Floor: opts.floor(metric), HigherIsBetter: HigherIsBetter(metric)}
+	var logs []float64
+	measured, disturbed := 0, 0
+	for _, p := range pairs {
+		if !(p.A > 0) || !(p.B > 0) || math.IsInf(p.A, 0) || math.IsInf(p.B, 0) {
+			continue
+		}
+		measured++
+		if p.Disturbed {
+			disturbed++
+			continue
+		}
+		logs = append(logs, math.Log(p.B/p.A))
+	}
+	n := len(logs)
+	v.Pairs = n
+	if n >= opts.wilcoxonFrom() {
+		v.Method = MethodTLogRatioWilcoxon
+	}
+	if n > 0 {
+		v.describe(logs)
+	}
+	need := opts.minPairs()
+	switch {
+	case measured == 0:
+		v.Outcome, v.Reason = Inconclusive, "not measured on both sides"
+		v.Summary = v.line()
+		return v
+	case n < need && disturbed > 0:
+		v.Outcome = Inconclusive
+		v.Reason = fmt.Sprintf("disturbed rounds: %d of %d pairs had foreign load on the host, %d undisturbed %s too few (need %d; --rerun-disturbed reruns them)",
+			disturbed, measured, n, plural(n, "is", "are"), need)
+		v.Summary = v.line()
+		return v
+	case n < need:
+		v.Outcome = Inconclusive
+		v.Reason = fmt.Sprintf("too few pairs: %d (need %d)", n, need)
+		v.Summary = v.line()
+		return v
+	}
+
+	mean, sd := meanSD(logs)
+	alpha := opts.alpha()
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(1 - alpha/2)
+	half := q * sd / math.Sqrt(float64(n))
+	lo, hi := mean-half, mean+half
+	v.Ratio = math.Exp(mean)
+	v.CI = [2]float64{math.Exp(lo), math.Exp(hi)}
+	f := math.Log1p(v.Floor)
+	if v.Method == MethodTLogRatioWilcoxon {
+		v.WilcoxonP = WilcoxonSignedRank(logs)
+	}
+
+	significant := lo > 0 || hi < 0
+	switch {
+	case significant && math.Abs(mean) >= f:
+		if v.Method == MethodTLogRatioWilcoxon && v.WilcoxonP >= alpha {
+			v.Outcome = Inconclusive
+			v.Reason = fmt.Sprintf("the Wilcoxon signed-rank test does not confirm the interval (p = %.3f)", v.WilcoxonP)
+			break
+		}
+		if (mean > 0) == v.HigherIsBetter {
+			v.Outcome = Better
+		} else {
+			v.Outcome = Worse
+		}
+	case significant:
+		v.Outcome = NoDifference
+		v.Reason = fmt.Sprintf("a significant change, but smaller than the %s floor", pct(v.Floor))
+	case lo >= -f && hi <= f:
+		v.Outcome = NoDifference
+	default:
+		v.Outcome = Inconclusive
+		won, lost := v.PairsBBetter, v.pairsBWorse(logs)
+		if won > 0 && lost > 0 {
+			v.Reason = fmt.Sprintf("pairs disagree: B better in %d, worse in %d of %d", won, lost, n)
+		} else {
+			v.Reason = fmt.Sprintf("the interval spans both no change and the %s floor: %d pairs cannot resolve a change this size at this noise", pct(v.Floor), n)
+		}
+	}
+	if disturbed > 0 && v.Reason != "" {
+		v.Reason += fmt.Sprintf(" (%d disturbed %s left out)", disturbed, plural(disturbed, "pair", "pairs"))
+	}
+	v.Summary = v.line()
+	return v
+}
+
+// describe fills the pair statistics that need no interval.
+func (v *Verdict) describe(logs []float64) {
+	ratios := make([]float64, len(logs))
+	for i, d := range logs {
+		ratios[i] = math.Exp(d)
+		if (d > 0) == v.HigherIsBetter && d != 0 {
+			v.PairsBBetter++
+		}
+	}
+	v.MinRatio, v.MaxRatio = slices.Min(ratios), slices.Max(ratios)
+	v.MedianRatio = Median(ratios)
+	v.Ratio = math.Exp(mean(logs))
+	won, lost := v.PairsBBetter, v.pairsBWorse(logs)
+	v.SignP = SignTest(won, lost)
+}
+
+func (v *Verdict) pairsBWorse(logs []float64) int {
+	n := 0
+	for _, d := range logs {
+		if d != 0 && (d > 0) != v.HigherIsBetter {
+			n++
+		}
+	}
+	return n
+}
+
+// Noise is the half-width of the verdict's interval as a fraction of the
+// ratio: in an A-vs-A comparison, the smallest change these pairs could have
+// told from noise on this machine (0 without an interval).
+func (v Verdict) Noise() float64 {
+	if v.CI[0] <= 0 || v.CI[1] <= 0 {
+		return 0
+	}
+	return max(v.CI[1]-1, 1-v.CI[0])
+}
+
+// metricLabels name the metrics in text.
+var metricLabels = map[string]string{
+	MetricP50Ms: "p50", MetricP95Ms: "p95", MetricP99Ms: "p99", MetricRPS: "throughput",
+	MetricCPUMicrosPerReq: "CPU/request", MetricHeapBytes: "post-GC heap", MetricRSSBytes: "RSS",
+	MetricRowsReadPerRequest: "rows read/request",
+}
+
+// MetricLabel is the short name of a metric in text ("p50", "CPU/request").
+func MetricLabel(metric string) string {
+	if l, ok := metricLabels[metric]; ok {
+		return l
+	}
+	return metric
+}
+
+// line is the verdict in one line: "p50: B won 4/4 pairs (−10 % to −29 %),
+// median −17 %, 95 % CI [−24 %, −9 %] → better".
+func (v Verdict) line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: ", MetricLabel(v.Metric))
+	if v.Pairs == 0 {
+		fmt.Fprintf(&b, "→ %s (%s)", v.Outcome, v.Reason)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "B won %d/%d %s", v.PairsBBetter, v.Pairs, plural(v.Pairs, "pair", "pairs"))
+	lo, hi := v.MinRatio-1, v.MaxRatio-1
+	if lo < 0 && hi < 0 {
+		lo, hi = hi, lo // nearest to no change first: (−10 % to −29 %)
+	}
+	if v.Pairs == 1 {
+		fmt.Fprintf(&b, " (%s)", signedPct(lo))
+	} else {
+		fmt.Fprintf(&b, " (%s to %s)", signedPct(lo), signedPct(hi))
+	}
+	fmt.Fprintf(&b, ", median %s", signedPct(v.MedianRatio-1))
+	if v.CI[0] > 0 {
+		fmt.Fprintf(&b, ", 95 %% CI [%s, %s]", signedPct(v.CI[0]-1), signedPct(v.CI[1]-1))
+	}
+	fmt.Fprintf(&b, " → %s", v.Outcome)
+	if v.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", v.Reason)
+	}
+	return b.String()
+}
+
+// signedPct formats a fraction as a signed percentage with a true minus
+// sign: "+4.2 %", "−17 %", "0 %".
+func signedPct(x float64) string {
+	p := x * 100
+	a := math.Abs(p)
+	var s string
+	if a >= 9.95 {
+		s = fmt.Sprintf("%.0f %%", a)
+	} else {
+		s = fmt.Sprintf("%.1f %%", a)
+	}
+	switch {
+	case s == "0.0 %":
+		return "0 %"
+	case p < 0:
+		return "−" + s
+	default:
+		return "+" + s
+	}
+}
+
+// pct formats a positive fraction: "3 %", "2.5 %".
+func pct(x float64) string {
+	s := fmt.Sprintf("%.1f", x*100)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " %"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// meanSD returns the mean and the sample standard deviation (n−1).
+func meanSD(xs []float64) (m, sd float64) {
+	m = mean(xs)
+	if len(xs) < 2 {
+		return m, 0
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// SignTest is the exact two-sided sign-test p-value of won successes
+// against lost failures (ties left out): the probability, under "each side
+// equally likely to win", of a split at least this lopsided.
+func SignTest(won, lost int) float64 {
+	n := won + lost
+	if n == 0 {
+		return 1
+	}
+	k := min(won, lost)
+	b := distuv.Binomial{N: float64(n), P: 0.5}
+	return min(1, 2*b.CDF(float64(k)))
+}
+
+// WilcoxonSignedRank is the two-sided p-value of the Wilcoxon signed-rank
+// test that the differences d are centred on 0. Zeros are dropped, tied
+// magnitudes get their average rank; the distribution is exact (by
+// counting) up to 50 non-zero differences and normal beyond.
+func WilcoxonSignedRank(d []float64) float64 {
+	var nz []float64
+	for _, x := range d {
+		if x != 0 && !math.IsNaN(x) {
+			nz = append(nz, x)
+		}
+	}
+	n := len(nz)
+	if n == 0 {
+		return 1
+	}
+	abs := make([]float64, n)
+	for i, x := range nz {
+		abs[i] = math.Abs(x)
+	}
+	r := ranks(abs) // average ranks for ties
+	// Work in doubled ranks: average ranks are multiples of 1/2.
+	wplus := 0
+	r2 := make([]int, n)
+	for i, x := range nz {
+		r2[i] = int(math.Round(2 * r[i]))
+		if x > 0 {
+			wplus += r2[i]
+		}
+	}
+	total := 0
+	for _, x := range r2 {
+		total += x
+	}
+	if n > 50 {
+		// Normal approximation with the tie correction folded into the variance.
+		m := float64(total) / 4
+		v := 0.0
+		for _, x := range r2 {
+			v += float64(x) * float64(x) / 4
+		}
+		z := (math.Abs(float64(wplus)-m) - 0.5) / math.Sqrt(v)
+		return min(1, 2*normalSF(max(z, 0)))
+	}
+	// counts[s] = number of sign assignments whose positive doubled-rank sum is s.
+	counts := make([]float64, total+1)
+	counts[0] = 1
+	for _, x := range r2 {
+		for s := total; s >= x; s-- {
+			counts[s] += counts[s-x]
+		}
+	}
+	all := math.Pow(2, float64(n))
+	lower, upper := 0.0, 0.0
+	for s, c := range counts {
+		if s <= wplus {
+			lower += c
+		}
+		if s >= wplus {
+			upper += c
+		}
+	}
+	return min(1, 2*min(lower, upper)/all)
+}

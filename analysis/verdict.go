@@ -1,0 +1,74 @@
+package analysis
+
+// Outcome is a paired comparison's answer for one metric: is build B better
+// or worse than build A, by more than the effect-size floor, with 95 %
+// confidence — or is there no difference, or can the pairs not tell?
+type Outcome string
+
+// Outcomes of a metric in a paired comparison.
+const (
+	Better       Outcome = "better"
+	Worse        Outcome = "worse"
+	NoDifference Outcome = "no_difference"
+	// Inconclusive comes with Verdict.Reason: too few pairs, the interval
+	// spans the floor, the pairs disagree, or disturbed rounds.
+	Inconclusive Outcome = "inconclusive"
+)
+
+// Metric names of a comparison, one value per round (warm-up excluded).
+const (
+	MetricP50Ms              = "p50_ms"
+	MetricP95Ms              = "p95_ms"
+	MetricP99Ms              = "p99_ms"
+	MetricRPS                = "rps"
+	MetricCPUMicrosPerReq    = "cpu_us_per_request"
+	MetricHeapBytes          = "heap_bytes"
+	MetricRSSBytes           = "rss_bytes"
+	MetricRowsReadPerRequest = "rows_read_per_request"
+)
+
+// Methods a Verdict names.
+const (
+	// MethodTLogRatio: the 95 % interval of the mean log-ratio, Student's t
+	// with n−1 degrees of freedom; the sign count is reported beside it.
+	MethodTLogRatio = "t-log-ratio"
+	// MethodTLogRatioWilcoxon: as MethodTLogRatio, and from 6 pairs the
+	// Wilcoxon signed-rank test must agree.
+	MethodTLogRatioWilcoxon = "t-log-ratio+wilcoxon"
+)
+
+// Verdict is the answer for one metric of a paired comparison. Ratios are
+// B/A (B's round value over A's, per pair); CI is the 95 % interval of their
+// geometric mean. For latency, CPU, heap, RSS and rows read a ratio below 1
+// is better; for throughput (rps) above 1 is.
+type Verdict struct {
+	Metric  string  `json:"metric"`
+	Outcome Outcome `json:"outcome"`
+	// Ratio is the geometric mean of the pairs' B/A ratios.
+	Ratio float64    `json:"ratio"`
+	CI    [2]float64 `json:"ci"`
+	// Pairs is how many pairs had the metric on both sides; PairsBBetter
+	// how many of them B won.
+	Pairs        int    `json:"pairs"`
+	PairsBBetter int    `json:"pairs_b_better"`
+	Method       string `json:"method"`
+	// Reason says why the outcome is inconclusive (or why a significant
+	// change is no_difference); empty otherwise.
+	Reason string `json:"reason"`
+	// MinRatio, MaxRatio and MedianRatio describe the pairs' ratios.
+	MinRatio    float64 `json:"min_ratio,omitempty"`
+	MaxRatio    float64 `json:"max_ratio,omitempty"`
+	MedianRatio float64 `json:"median_ratio,omitempty"`
+	// SignP is the two-sided sign-test p-value of the pairs' directions;
+	// WilcoxonP the two-sided Wilcoxon signed-rank p-value (from 6 pairs,
+	// else 0 and omitted).
+	SignP     float64 `json:"sign_p,omitempty"`
+	WilcoxonP float64 `json:"wilcoxon_p,omitempty"`
+	// Floor is the effect-size floor applied (0.03 is 3 %).
+	Floor float64 `json:"floor"`
+	// HigherIsBetter is set for throughput.
+	HigherIsBetter bool `json:"higher_is_better,omitempty"`
+	// Summary is the line a person reads: "p50: B won 4/4 pairs (−10 % to
+	// −29 %), median −17 %, 95 % CI [−24 %, −9 %] → better".
+	Summary string `json:"summary"`
+}
