@@ -140,8 +140,8 @@ type Environment struct {
 	Route       string        `json:"route,omitempty"`
 	NetNS       *netns.Target `json:"netns,omitempty"`
 	PID         int           `json:"pid,omitempty"`
-	ContainerID string `json:"container_id,omitempty"`
-	DatabaseURL string `json:"database_url,omitempty"`
+	ContainerID string        `json:"container_id,omitempty"`
+	DatabaseURL string        `json:"database_url,omitempty"`
 	// Ports maps each published target port (ProvisionRequest.Publish) to
 	// its 127.0.0.1 port on this host; nil when the target's ports are this
 	// host's (a local process).

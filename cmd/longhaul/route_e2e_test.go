@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,10 +42,10 @@ type proxyWatch struct {
 	stop chan struct{}
 	done chan struct{}
 
-	mu       sync.Mutex
-	pid      int
-	first    int64 // CPU clock ticks at first sight
-	last     int64
+	mu    sync.Mutex
+	pid   int
+	first int64 // CPU clock ticks at first sight
+	last  int64
 }
 
 func watchProxy(t *testing.T, mark string) *proxyWatch {
