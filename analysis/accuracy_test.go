@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -52,6 +53,8 @@ var cleanModels = []model{
 		m.cacheMin, m.cacheMax = 2<<20, 8<<20 // compiled code and feedback vectors
 		m.cacheTauMin, m.cacheTauMax = 0.03, 0.15
 	}),
+	demoSQLite,
+	busy.with("demo on SQLite at load 20", func(m *model) { m.db, m.sqlite = false, true }),
 	rampFree16,
 	rampFree64,
 	busy,
@@ -90,6 +93,31 @@ func TestAccuracyRampWithoutLimit(t *testing.T) {
 		}
 		t.Logf("%-55s %4d seeds, a limit reported on %d (%.1f %%)", tt.m.name, n, limits, 100*float64(limits)/float64(n))
 	}
+}
+
+// The demo target in its SQLite mode with the SQLite probe: table rows and
+// the file's size, no rows-read statistics.
+var demoSQLite = demo.with("demo on SQLite (SQLite probe, no read statistics)", func(m *model) { m.db, m.sqlite = false, true })
+
+// collapseOn checks a collapse that names the table and the op that slowed.
+func collapseOn(table, op string) check {
+	return wantKind(KindCollapse, Warning, func(f Finding) error {
+		if f.Evidence.Table != table || f.Evidence.Op != op {
+			return fmt.Errorf("collapse blames table %q and op %q, want %s and %s: %s", f.Evidence.Table, f.Evidence.Op, table, op, f.Summary)
+		}
+		return nil
+	})
+}
+
+// collapseOnTable checks a collapse that names the table (read statistics
+// found it) and, if it names an op, the right one.
+func collapseOnTable(table, op string) check {
+	return wantKind(KindCollapse, Warning, func(f Finding) error {
+		if f.Evidence.Table != table || f.Evidence.Op != "" && f.Evidence.Op != op {
+			return fmt.Errorf("collapse blames table %q and op %q, want %s and %s (or none): %s", f.Evidence.Table, f.Evidence.Op, table, op, f.Summary)
+		}
+		return nil
+	})
 }
 
 // The bar's models on a machine as loaded as the one the real runs in
@@ -243,28 +271,23 @@ func TestAccuracyFaults(t *testing.T) {
 				return nil
 			}, 1},
 		{demo.with("demo, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }), 1000,
-			wantKind(KindCollapse, Warning, func(f Finding) error {
-				if f.Evidence.Table != "items" {
-					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)
-				}
-				return nil
-			}), 1},
+			collapseOnTable("items", "list"), 1},
 		{demo.with("demo, no index, half the collapse speed", func(m *model) { m.noIndex = true; m.rowCostK = 8000 }), 1000,
-			wantKind(KindCollapse, Warning, func(f Finding) error {
-				if f.Evidence.Table != "items" {
-					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)
-				}
-				return nil
-			}), 1},
+			collapseOnTable("items", "list"), 1},
 		{busy.with("demo at load 20, DEMO_LEAK_BYTES=2048", func(m *model) { m.leakPerReq = 2048 }), 1000,
 			wantKind(KindLeak, Critical, nil), 1},
 		{busy.with("demo at load 20, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }), 1000,
-			wantKind(KindCollapse, Warning, func(f Finding) error {
-				if f.Evidence.Table != "items" {
-					return fmt.Errorf("collapse blames %q, want items: %s", f.Evidence.Table, f.Summary)
-				}
-				return nil
-			}), 1},
+			collapseOnTable("items", "list"), 1},
+		// Without rows-read statistics only the op's own slowdown shows
+		// the table: on one or two seeds in a thousand a noisy neighbour
+		// in the first part of the run hides it (PostgreSQL's statistics
+		// still find those: the models above).
+		{demoSQLite.with("demo on SQLite, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }), 1000,
+			collapseOn("items", "list"), 0.995},
+		{demoSQLite.with("demo on SQLite, no index, half the collapse speed", func(m *model) { m.noIndex = true; m.rowCostK = 8000 }), 1000,
+			collapseOn("items", "list"), 0.995},
+		{busy.with("demo on SQLite at load 20, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex, m.db, m.sqlite = true, false, true }), 1000,
+			collapseOn("items", "list"), 0.995},
 		{demo.with("demo, 5xx surge from 60 % of the run", func(m *model) {
 			m.surgeAt, m.surgeRate, m.surgeClass = 0.6, 0.08, window.Status5xx
 		}), 1000, wantKind(KindErrorSurge, Critical, func(f Finding) error {
@@ -296,7 +319,7 @@ func TestAccuracyFaults(t *testing.T) {
 		if minRate == 0 {
 			minRate = 1
 		}
-		allowed := int(float64(n) * (1 - minRate))
+		allowed := int(math.Ceil(float64(n)*(1-minRate) - 1e-9))
 		for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
 			res := Analyze(tt.m.generate(seed), DefaultOptions())
 			if err := tt.want(res); err != nil {
@@ -354,5 +377,31 @@ func TestAccuracyBarWithScenarioWarmup(t *testing.T) {
 			}
 		}
 		t.Logf("%-55s %4d seeds with 30 s warm-up, %d wrong", tt.m.name, n, bad)
+	}
+}
+
+// With PostgreSQL statistics a collapse names the table on every seed (the
+// faults test); it names the op that slowed, list, on nearly all: on the
+// rest a noisy neighbour hides list's own slowdown, and the op is left out
+// rather than guessed.
+func TestAccuracyCollapseNamesTheOp(t *testing.T) {
+	for _, m := range []model{
+		demo.with("demo, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }),
+		busy.with("demo at load 20, DEMO_INDEX_BUCKET=false", func(m *model) { m.noIndex = true }),
+	} {
+		n := seeds(t, 1000)
+		named := 0
+		for seed := seedOffsetFromEnv() + 1; seed <= seedOffsetFromEnv()+uint64(n); seed++ {
+			if f, ok := find(Analyze(m.generate(seed), DefaultOptions()), KindCollapse); ok && f.Evidence.Op == "list" {
+				named++
+				if !strings.Contains(f.Summary, "list: p50 ") {
+					t.Errorf("%s, seed %d: summary does not give list's p50: %s", m.name, seed, f.Summary)
+				}
+			}
+		}
+		t.Logf("%-55s %4d seeds, list named on %d", m.name, n, named)
+		if float64(named) < 0.95*float64(n) {
+			t.Errorf("%s: list named on %d of %d seeds, want ≥ 95 %%", m.name, named, n)
+		}
 	}
 }

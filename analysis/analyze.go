@@ -150,6 +150,9 @@ type incarnation struct {
 	rps    []float64              // requests per second
 	level  []float64              // load level: ramp target if any, else VUs
 	tables map[string][]tableRead // per table, in window order (windows with the table only)
+	// sqlite holds the rows of each table of a SQLite file (no read
+	// statistics: only i and liveRows are set).
+	sqlite map[string][]tableRead
 }
 
 type tableRead struct {
@@ -269,6 +272,14 @@ func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
 				inc.tables[tb.Name] = append(inc.tables[tb.Name], r)
 			}
 		}
+		if sq := w.Probes.SQLite; sq != nil {
+			if inc.sqlite == nil {
+				inc.sqlite = map[string][]tableRead{}
+			}
+			for _, tb := range sq.Tables {
+				inc.sqlite[tb.Name] = append(inc.sqlite[tb.Name], tableRead{i: i, liveRows: float64(tb.Rows)})
+			}
+		}
 	}
 	return inc
 }
@@ -313,7 +324,7 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	failed := map[string]string{} // probe → its last error
 	for _, w := range inc.ws {
 		heap = heap || w.Probes.HeapBytes != nil
-		db = db || w.Probes.Database != nil
+		db = db || w.Probes.Database != nil || w.Probes.SQLite != nil
 		cpu = cpu || w.Probes.CPUSeconds != nil || w.Probes.CPUMicrosPerRequest != nil
 		for _, f := range w.ProbeFailures {
 			failed[f.Probe] = f.Error

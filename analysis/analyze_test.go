@@ -400,7 +400,10 @@ func TestCollapseNamesTheTable(t *testing.T) {
 	if ev.Table != "items" || ev.Unit != "req/s" || !(ev.After < ev.Before) || ev.Correlation > -0.5 {
 		t.Errorf("evidence %+v: want table items, req/s falling, negative correlation with rows", ev)
 	}
-	for _, s := range []string{"throughput fell", "as items grew", "seq scans on items read", "rows per request at the end vs", "missing an index"} {
+	if ev.Op != "list" || len(ev.Ops) == 0 || ev.Ops[0].Op != "list" || !ev.Ops[0].Grew {
+		t.Errorf("evidence names op %q, ops %+v: want list first, grown", ev.Op, ev.Ops)
+	}
+	for _, s := range []string{"throughput fell", "as items grew", "list: p50 ", "seq scans on items read", "rows per request at the end vs", "missing an index"} {
 		if !strings.Contains(f.Summary, s) {
 			t.Errorf("summary lacks %q: %s", s, f.Summary)
 		}
@@ -508,5 +511,90 @@ func TestPrefix(t *testing.T) {
 		if len(got) != tt.want || len(got) > 0 && got[len(got)-1].Index != tt.want-1 {
 			t.Errorf("Prefix(%d, %v): %d windows, want %d", tt.windows, tt.until, len(got), tt.want)
 		}
+	}
+}
+
+// opWindows are 30 windows of three ops; lat gives each op's p50 in window i.
+func opWindows(lat func(op string, i int) float64, rps func(i int) float64) []window.Window {
+	return windows(30, func(i int, w *window.Window) {
+		w.Ops = map[string]window.OpStats{}
+		for _, op := range []string{"create", "get", "list"} {
+			p50 := lat(op, i)
+			w.Ops[op] = window.OpStats{Requests: 2000, OK: 2000, LatencyMs: window.Latency{P50: p50, P99: 3 * p50}}
+		}
+		r := rps(i)
+		w.Requests, w.OK, w.RPS = int64(3*r), int64(3*r), r
+		w.LatencyMs.P50 = 16 * 1000 / r
+	})
+}
+
+func TestCollapseNamesTheOp(t *testing.T) {
+	wobble := func(i int) float64 { return 1 + 0.05*math.Sin(float64(i)*1.7) }
+	base := map[string]float64{"create": 6, "get": 3, "list": 8}
+	tests := []struct {
+		name    string
+		lat     func(op string, i int) float64
+		rps     func(i int) float64
+		op      string   // Evidence.Op
+		summary []string // in the summary
+	}{
+		{"list slows, the others flat",
+			func(op string, i int) float64 {
+				if op == "list" {
+					return base[op] * (1 + 0.2*float64(i)) * wobble(i)
+				}
+				return base[op] * wobble(i+3)
+			},
+			func(i int) float64 { return 2000 / (1 + 0.08*float64(i)) },
+			"list", []string{"list: p50 ", "create and get stayed flat"}},
+		{"every op slows alike: a neighbour, no op named",
+			func(op string, i int) float64 { return base[op] * (1 + 0.1*float64(i)) * wobble(i) },
+			func(i int) float64 { return 2000 / (1 + 0.1*float64(i)) },
+			"", []string{"no op slowed by itself"}},
+	}
+	for _, tt := range tests {
+		res := Analyze(opWindows(tt.lat, tt.rps), DefaultOptions())
+		f, ok := find(res, KindCollapse)
+		if !ok {
+			t.Errorf("%s: no collapse; got %s", tt.name, describe(res))
+			continue
+		}
+		if f.Evidence.Op != tt.op || len(f.Evidence.Ops) != 3 {
+			t.Errorf("%s: op %q with %d op trends, want %q and 3: %s", tt.name, f.Evidence.Op, len(f.Evidence.Ops), tt.op, f.Summary)
+		}
+		for _, s := range tt.summary {
+			if !strings.Contains(f.Summary, s) {
+				t.Errorf("%s: summary lacks %q: %s", tt.name, s, f.Summary)
+			}
+		}
+	}
+}
+
+// On a SQLite target (table rows, no read statistics) the op that slowed
+// with a growing table names the table; the table that grew most wins.
+func TestCollapseNamesTheSQLiteTable(t *testing.T) {
+	ws := opWindows(func(op string, i int) float64 {
+		if op == "list" {
+			return 8 * (1 + 0.3*float64(i))
+		}
+		return map[string]float64{"create": 6, "get": 3}[op] * (1 + 0.02*math.Sin(float64(i)))
+	}, func(i int) float64 { return 2000 / (1 + 0.1*float64(i)) })
+	for i := range ws {
+		ws[i].Probes.SQLite = &window.SQLite{FileBytes: int64(i) << 20, Tables: []window.SQLiteTable{
+			{Name: "items", Rows: int64(2000 + 1000*i)}, {Name: "sessions", Rows: int64(20 + 100*i)}, {Name: "users", Rows: 16},
+		}}
+	}
+	res := Analyze(ws, DefaultOptions())
+	f, ok := find(res, KindCollapse)
+	if !ok || f.Severity != Critical || f.Evidence.Table != "items" || f.Evidence.Op != "list" {
+		t.Fatalf("want a critical collapse naming items and list; got %s", describe(res))
+	}
+	for _, s := range []string{"as items grew", "list: p50 ", "list slowed in step with items", "index missing"} {
+		if !strings.Contains(f.Summary, s) {
+			t.Errorf("summary lacks %q: %s", s, f.Summary)
+		}
+	}
+	if m, ok := find(res, KindMissingEvidence); ok && slices.Contains(m.Evidence.Missing, MissingDatabase) {
+		t.Errorf("a SQLite probe is database evidence; got %s", describe(res))
 	}
 }

@@ -89,9 +89,21 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		!rose(o.MinAttributedRise) && drop > 0 && (l0 <= 0 || ratio(r0, r1) >= ratio(l1, l0))
 
 	first, last := inc.span(pos[0], pos[n-1])
-	ev := Evidence{FirstWindow: first, LastWindow: last, Notes: map[string]float64{
+	ops := a.opTrends(inc, pos)
+	ev := Evidence{FirstWindow: first, LastWindow: last, Ops: ops, Notes: map[string]float64{
 		"rps_before": r0, "rps_after": r1,
 	}}
+	if g := grown(ops); len(g) > 0 {
+		ev.Op = g[0].Op
+	}
+	// withOps puts what the ops did after the effect: "...; list: p50 1.4 →
+	// 9.0 ms, ... (6.4×); create and get stayed flat".
+	withOps := func(s string) string {
+		if t := opsText(ops); t != "" {
+			return s + "; " + t
+		}
+		return s
+	}
 	if l0 > 0 {
 		ev.Notes["p50_ms_before"], ev.Notes["p50_ms_after"] = l0, l1
 	}
@@ -124,12 +136,12 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		case fell(o.MinAttributedDrop) || rose(o.MinAttributedRise):
 			return Finding{
 				Kind: KindCollapse, Severity: Critical, Incarnation: inc.num, Evidence: ev,
-				Summary: fmt.Sprintf("%s as %s; %s", effect(), grew, how),
+				Summary: fmt.Sprintf("%s; %s", withOps(effect()+" as "+grew), how),
 			}, true, false
 		case drop >= o.MinAttributedDrop/2 || rise >= o.MinAttributedRise/2:
 			return Finding{
 				Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
-				Summary: fmt.Sprintf("%s as %s (not yet a clear trend); %s", effect(), grew, how),
+				Summary: fmt.Sprintf("%s; %s", withOps(effect()+" as "+grew+" (not yet a clear trend)"), how),
 			}, true, false
 		}
 		sev := Info
@@ -139,15 +151,21 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Before, ev.After, ev.Unit, ev.PValue = b.read0, b.read1, "rows read per request", 0
 		return Finding{
 			Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
-			Summary: fmt.Sprintf("throughput has not fallen measurably (%s → %s req/s), but as %s, %s", fmtCount(r0), fmtCount(r1), grew, how),
+			Summary: fmt.Sprintf("throughput has not fallen measurably (%s → %s req/s), but as %s, %s", fmtCount(r0), fmtCount(r1), grew, withOpsFirst(ops, how)),
 		}, true, false
+	}
+	if f, ok := a.blameGrowth(inc, pos, ops, ev, fell, rose, drop, rise, effect); ok {
+		return f, true, false
 	}
 	if !fell(o.MinThroughputDrop) && !rose(o.MinLatencyRise) {
 		return Finding{}, false, false
 	}
 
-	haveDB := inc.tables != nil
-	if !haveDB {
+	// The database is cleared by rows-read statistics that blame no table,
+	// or, for a SQLite file (no such statistics), by every op slowing alike:
+	// a table that slows its queries as it grows singles out their ops.
+	haveDB := inc.tables != nil || inc.sqlite != nil && len(ops) > 1 && len(grown(ops)) == 0
+	if inc.tables == nil && inc.sqlite == nil {
 		ev.Missing = append(ev.Missing, MissingDatabase)
 	}
 	c0, c1, cpuOK := a.cpuPerRequest(inc, pos)
@@ -157,14 +175,19 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Missing = append(ev.Missing, MissingCPU)
 	}
 	noTable := "no table's rows read per request grew with its size"
-	if !haveDB {
+	switch {
+	case inc.tables == nil && haveDB:
+		noTable = "no op slowed by itself, as one would with a table of the SQLite file that it scans"
+	case inc.sqlite != nil && inc.tables == nil:
+		noTable = "no op slowed in step with a table of the SQLite file (no rows-read statistics there)"
+	case !haveDB:
 		noTable = "no database statistics to trace it to a table"
 	}
 	if cpuOK && c1 >= (1+o.MinCPURise)*c0 {
 		return Finding{
 			Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
-			Summary: fmt.Sprintf("%s while the target's CPU per request rose %s (%s → %s µs); %s — the target does more work per request as the run goes on",
-				effect(), fmtFactor(c1/c0), fmtCount(c0), fmtCount(c1), noTable),
+			Summary: fmt.Sprintf("%s; %s — the target does more work per request as the run goes on",
+				withOps(fmt.Sprintf("%s while the target's CPU per request rose %s (%s → %s µs)", effect(), fmtFactor(c1/c0), fmtCount(c0), fmtCount(c1))), noTable),
 		}, true, false
 	}
 	var ruledOut, suspects string
@@ -191,8 +214,16 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 	}
 	return Finding{
 		Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
-		Summary: fmt.Sprintf("%s but %s: likely %s", effect(), ruledOut, suspects),
+		Summary: fmt.Sprintf("%s but %s: likely %s", withOps(effect()), ruledOut, suspects),
 	}, true, false
+}
+
+// withOpsFirst puts what the ops did before s.
+func withOpsFirst(ops []OpTrend, s string) string {
+	if t := opsText(ops); t != "" {
+		return t + "; " + s
+	}
+	return s
 }
 
 // fallText describes a fall from r0 to r1: "35 %" or, from half down, "5.1×".
@@ -334,4 +365,110 @@ func (a *analyzer) cpuPerRequest(inc *incarnation, pos []int) (before, after flo
 	}
 	q := quarter(len(c))
 	return a.medianOf(c[:q]), a.medianOf(c[len(c)-q:]), true
+}
+
+// blameGrowth attributes a slowdown to a table without rows-read statistics
+// (a SQLite file): an op grew with the run (OpTrend.Grew), by more than the
+// others, and its p50 rose with the rows of a table that grew (elasticity ≥
+// MinOpElasticity); of the tables that qualify, the one that gained most rows
+// is named. Severity follows the PostgreSQL attribution: critical with the
+// trend test, warning from half the effect, and warning too with no
+// measurable effect on the whole run (the op's own trend is the evidence).
+func (a *analyzer) blameGrowth(inc *incarnation, pos []int, ops []OpTrend, ev Evidence,
+	fell, rose func(float64) bool, drop, rise float64, effect func() string) (Finding, bool) {
+	o := a.opts.Collapse
+	g := grown(ops)
+	if len(inc.sqlite) == 0 || len(g) == 0 {
+		return Finding{}, false
+	}
+	op := g[0]
+	inPos := make(map[int]bool, len(pos))
+	for _, p := range pos {
+		inPos[p] = true
+	}
+	names := make([]string, 0, len(inc.sqlite))
+	for name := range inc.sqlite {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	type candidate struct {
+		name         string
+		rows0, rows1 float64
+		elasticity   float64
+		slope        float64
+	}
+	var best *candidate
+	for _, name := range names {
+		// The op's p50 relative to the other ops' (OpTrend.Lead): the
+		// machine's own speed-ups and slow-downs cancel out of it.
+		var rows, p50, rel []float64
+		for _, r := range inc.sqlite[name] {
+			if !inPos[r.i] {
+				continue
+			}
+			st, ok := inc.ws[r.i].Ops[op.Op]
+			v, hasRel := op.rel[r.i]
+			if !ok || !hasRel || st.Requests < int64(o.MinOpRequests) || st.LatencyMs.P50 <= 0 || r.liveRows <= 0 || v <= 0 {
+				continue
+			}
+			rows = append(rows, r.liveRows)
+			p50 = append(p50, st.LatencyMs.P50)
+			rel = append(rel, v)
+		}
+		n := len(rows)
+		if n < o.MinWindows {
+			continue
+		}
+		rows0, rows1 := rows[0], rows[n-1]
+		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows1-rows0 < o.MinTableRowIncrease {
+			continue
+		}
+		var logs series
+		for k := range rows {
+			logs.add(math.Log(rows[k]), math.Log(rel[k]), k)
+		}
+		lb := logs.binned(a.opts.MaxPoints)
+		el, ok := a.theilSen(lb.x, lb.y)
+		if !ok || el.Slope < o.MinOpElasticity {
+			continue
+		}
+		c := candidate{name: name, rows0: rows0, rows1: rows1, elasticity: el.Slope}
+		rowsK := make([]float64, n)
+		for k := range rows {
+			rowsK[k] = rows[k] / 1000
+		}
+		bs := series{x: rowsK, y: p50}.binned(a.opts.MaxPoints)
+		if l, ok := a.theilSen(bs.x, bs.y); ok {
+			c.slope = l.Slope
+		}
+		if best == nil || c.rows1-c.rows0 > best.rows1-best.rows0 {
+			best = &c
+		}
+	}
+	if best == nil {
+		return Finding{}, false
+	}
+	ev.Table = best.name
+	ev.Slope, ev.SlopeUnit = best.slope, "ms per 1k rows ("+op.Op+" p50)"
+	ev.Notes["rows_before"], ev.Notes["rows_after"] = best.rows0, best.rows1
+	ev.Notes["op_rows_elasticity"] = best.elasticity
+	grew := fmt.Sprintf("%s grew %s → %s rows", best.name, fmtCount(best.rows0), fmtCount(best.rows1))
+	how := fmt.Sprintf("%s slowed in step with %s (no rows-read statistics from SQLite): its query likely scans %s — an index missing?",
+		op.Op, best.name, best.name)
+	opsPart := opsText(ops)
+	switch {
+	case fell(o.MinAttributedDrop) || rose(o.MinAttributedRise):
+		return Finding{Kind: KindCollapse, Severity: Critical, Incarnation: inc.num, Evidence: ev,
+			Summary: fmt.Sprintf("%s as %s; %s; %s", effect(), grew, opsPart, how)}, true
+	case drop >= o.MinAttributedDrop/2 || rise >= o.MinAttributedRise/2:
+		return Finding{Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
+			Summary: fmt.Sprintf("%s as %s (not yet a clear trend); %s; %s", effect(), grew, opsPart, how)}, true
+	}
+	// The op slowed by itself in step with the table although the whole
+	// run's throughput did not fall measurably (a neighbour can hide it in
+	// a short run): the mechanism is there, so it is a warning.
+	sev := Warning
+	ev.Before, ev.After, ev.Unit, ev.PValue = op.P50BeforeMs, op.P50AfterMs, "ms ("+op.Op+" p50)", op.PValue
+	return Finding{Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
+		Summary: fmt.Sprintf("throughput has not fallen measurably, but as %s, %s; %s", grew, opsPart, how)}, true
 }

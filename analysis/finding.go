@@ -58,6 +58,10 @@ type Evidence struct {
 	// Correlation (e.g. Spearman's rho of throughput against table rows).
 	Correlation float64 `json:"correlation,omitempty"`
 	Table       string  `json:"table,omitempty"`
+	// Op is the op whose latency grew most with the run (collapse), and Ops
+	// every op's latency at the start and the end, the ones that grew first.
+	Op  string    `json:"op,omitempty"`
+	Ops []OpTrend `json:"ops,omitempty"`
 	// Before and After are the metric's level at the start and end, in Unit.
 	Before float64 `json:"before,omitempty"`
 	After  float64 `json:"after,omitempty"`

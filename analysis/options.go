@@ -167,6 +167,31 @@ type CollapseOptions struct {
 	// contention from other processes moves CPU per request by 10–20 % through
 	// cache effects, not by half.
 	MinCPURise float64
+
+	// MinOpRequests is the fewest requests an op needs in a window for its
+	// p50 there to count in the per-op trends. Default 10.
+	MinOpRequests int
+	// MinOpRise: an op grew with the run when its p50 relative to the other
+	// ops' (OpTrend.Lead: a machine slowing every op alike, such as a noisy
+	// neighbour, cancels out) rose from the first to the last quarter by at
+	// least this fraction with a rising Mann–Kendall trend (p ≤ Alpha), and
+	// its own p50 rose by FlatOpRise. Default 0.5 (1.5×).
+	MinOpRise float64
+	// FlatOpRise: an op whose p50 moved by less than this fraction stayed
+	// flat. Default 0.25.
+	FlatOpRise float64
+	// MinOpElasticity: without rows-read statistics (a SQLite target), a
+	// table is blamed for an op that grew when the op's p50, relative to the
+	// other ops' as for MinOpRise, rose with the table's rows: the
+	// elasticity (Theil–Sen slope of log relative p50 against log rows) must
+	// be at least this. A query that scans the table
+	// has an elasticity near 1 once the scan dominates; one served by an
+	// index stays near 0. Default 0.3, since the op's fixed costs damp it
+	// while the table is small.
+	MinOpElasticity float64
+	// MinTableRowIncrease is the least number of rows a table must gain to
+	// be blamed without rows-read statistics. Default 1,000.
+	MinTableRowIncrease float64
 }
 
 // ErrorSurgeOptions tune the error-surge detector. Requests in flight when the
@@ -262,6 +287,11 @@ func DefaultOptions() Options {
 			ReadTrendAlpha:        0.05,
 			MinReadIncrease:       20,
 			MinCPURise:            0.5,
+			MinOpRequests:         10,
+			MinOpRise:             0.5,
+			FlatOpRise:            0.25,
+			MinOpElasticity:       0.3,
+			MinTableRowIncrease:   1000,
 		},
 		ErrorSurge: ErrorSurgeOptions{
 			MinWindows:   8,
@@ -319,6 +349,11 @@ func (o Options) withDefaults() Options {
 	def(&c.ReadTrendAlpha, dc.ReadTrendAlpha)
 	def(&c.MinReadIncrease, dc.MinReadIncrease)
 	def(&c.MinCPURise, dc.MinCPURise)
+	def(&c.MinOpRequests, dc.MinOpRequests)
+	def(&c.MinOpRise, dc.MinOpRise)
+	def(&c.FlatOpRise, dc.FlatOpRise)
+	def(&c.MinOpElasticity, dc.MinOpElasticity)
+	def(&c.MinTableRowIncrease, dc.MinTableRowIncrease)
 
 	e, de := &o.ErrorSurge, d.ErrorSurge
 	def(&e.MinWindows, de.MinWindows)

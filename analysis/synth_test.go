@@ -68,6 +68,8 @@ type model struct {
 
 	// Database.
 	db       bool
+	sqlite   bool    // a SQLite file's table rows instead of pg_stat (no rows-read statistics)
+	noOps    bool    // no per-op figures in the windows
 	noIndex  bool    // list query seq-scans items
 	rowCostK float64 // rows at which a request costs twice the base (no index): collapse speed
 	cpu      bool    // process probe
@@ -91,12 +93,15 @@ var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
 // generate simulates one run. The same seed always gives the same windows.
 func (m model) generate(seed uint64) []window.Window {
 	r := rand.New(rand.NewPCG(seed, 0x10ad))
+	// The per-op figures draw from their own stream, so that adding them
+	// left every other figure of a seed as it was.
+	ro := rand.New(rand.NewPCG(seed, 0x0b5))
 	incs := max(m.incarnations, 1)
 	var out []window.Window
 	index := 0
 	start := t0
 	for inc := 0; inc < incs; inc++ {
-		ws := m.simulate(r, inc, index, start)
+		ws := m.simulate(r, ro, inc, index, start)
 		out = append(out, ws...)
 		index += len(ws)
 		start = ws[len(ws)-1].End
@@ -111,7 +116,7 @@ func (m model) generate(seed uint64) []window.Window {
 	return out
 }
 
-func (m model) simulate(r *rand.Rand, inc, firstIndex int, start time.Time) []window.Window {
+func (m model) simulate(r, ro *rand.Rand, inc, firstIndex int, start time.Time) []window.Window {
 	dt := m.dt
 	if dt == 0 {
 		dt = 0.25
@@ -307,6 +312,14 @@ func (m model) simulate(r *rand.Rand, inc, firstIndex int, start time.Time) []wi
 			w.Probes.HeapBytes = &v
 		}
 
+		if !m.noOps && requests > 0 {
+			w.Ops = simulateOps(ro, m, requests, meanLatMs, latNoise, rowsHist[len(rowsHist)-1-stepsPerWindow/2])
+		}
+		if m.sqlite {
+			w.Probes.SQLite = &window.SQLite{FileBytes: int64(4096 + 320*rows), Tables: []window.SQLiteTable{
+				{Name: "items", Rows: int64(rows)}, {Name: "sessions", Rows: int64(sessions)}, {Name: "users", Rows: int64(users)},
+			}}
+		}
 		if cpuEnabled && requests > 0 {
 			c := cpuSec * (1 + 0.03*r.NormFloat64())
 			us := c * 1e6 / float64(requests)
@@ -347,6 +360,60 @@ func (m model) simulate(r *rand.Rand, inc, firstIndex int, start time.Time) []wi
 }
 
 type pgDeltas struct{ seq, idx, seqScans, idxScans float64 }
+
+// The parse-mix ops: weight (%) and relative latency with the index.
+var simOps = []struct {
+	name         string
+	weight, cost float64
+}{
+	{"list", 40, 1.0}, {"get", 15, 0.6}, {"create", 20, 1.2}, {"update", 19, 1.1},
+	{"batch", 4, 3.0}, {"delete", 1, 0.8}, {"login", 1, 20},
+}
+
+// simulateOps splits a window's requests over the parse-mix ops. Without
+// the index the extra time is in list, whose query scans items: its cost
+// grows with the table, while the other ops queue a little behind it (a
+// tenth of the slowdown). The mean latency over all ops is meanLatMs.
+func simulateOps(r *rand.Rand, m model, requests int64, meanLatMs, latNoise, rows float64) map[string]window.OpStats {
+	f := 1.0
+	if m.noIndex {
+		f = 1 + rows/m.rowCostK
+	}
+	const spill = 0.1
+	var sumW, sumWC float64
+	for _, o := range simOps {
+		sumW += o.weight
+		sumWC += o.weight * o.cost
+	}
+	list := simOps[0]
+	mList := 1 + (f-1)*(sumWC-spill*(sumWC-list.weight*list.cost))/(list.weight*list.cost)
+	mOther := 1 + spill*(f-1)
+	var sumWCM float64
+	for i, o := range simOps {
+		mo := mOther
+		if i == 0 {
+			mo = mList
+		}
+		sumWCM += o.weight * o.cost * mo
+	}
+	ops := make(map[string]window.OpStats, len(simOps))
+	for i, o := range simOps {
+		mo := mOther
+		if i == 0 {
+			mo = mList
+		}
+		n := max(int64(math.Round(float64(requests)*o.weight/sumW)), 0)
+		lat := meanLatMs * o.cost * mo * sumW / sumWCM
+		sampling := 1 + 0.5*r.NormFloat64()/math.Sqrt(math.Max(float64(n), 1))
+		p50 := 0.8 * lat * (1 + latNoise*r.NormFloat64()) * sampling
+		if p50 <= 0 {
+			p50 = 0.1 * lat
+		}
+		ops[o.name] = window.OpStats{Requests: n, OK: n, RPS: float64(n) / m.windowSec,
+			LatencyMs: window.Latency{P50: p50, P99: 3 * lat * (1 + 0.1*r.NormFloat64())}}
+	}
+	return ops
+}
 
 // poisson draws a Poisson variate (normal approximation above 50).
 func poisson(r *rand.Rand, mean float64) int64 {

@@ -179,6 +179,16 @@ func evidence(f analysis.Finding) string {
 	if e.Table != "" {
 		add("table %s", e.Table)
 	}
+	if e.Op != "" {
+		add("op %s", e.Op)
+	}
+	if len(e.Ops) > 0 {
+		ops := make([]string, len(e.Ops))
+		for i, o := range e.Ops {
+			ops[i] = fmt.Sprintf("%s %s->%s", o.Op, num(o.P50BeforeMs), num(o.P50AfterMs))
+		}
+		add("p50 ms by op: %s", strings.Join(ops, ", "))
+	}
 	if e.Before != 0 || e.After != 0 {
 		add("%s -> %s %s", num(e.Before), num(e.After), e.Unit)
 	}

@@ -114,7 +114,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 		return nil, el.err()
 	}
 	if root.Kind != yaml.MappingNode {
-		el.addf(root.Line, root.Column, "a scenario is a mapping with keys name, load, setup, ops, environment, probes; got a %s", kindName(root))
+		el.addf(root.Line, root.Column, "a scenario is a mapping with keys name, load, setup, ops, environment, probes, compare; got a %s", kindName(root))
 		return nil, el.err()
 	}
 
@@ -300,6 +300,7 @@ var formatTypes = map[string]struct {
 	"scenarios.Resources":   {"resources", reflect.TypeFor[Resources]()},
 	"scenarios.Database":    {"database", reflect.TypeFor[Database]()},
 	"scenarios.Probes":      {"probes", reflect.TypeFor[Probes]()},
+	"scenarios.Compare":     {"compare", reflect.TypeFor[Compare]()},
 	"scenarios.Heap":        {"heap", reflect.TypeFor[Heap]()},
 	"scenarios.HeapMetric":  {"heap.metric", reflect.TypeFor[HeapMetric]()},
 	"scenarios.GCHook":      {"heap.gc_hook", reflect.TypeFor[GCHook]()},

@@ -31,9 +31,19 @@ type Scenario struct {
 	Ops         []Op        `yaml:"ops" json:"ops"`
 	Environment Environment `yaml:"environment" json:"environment"`
 	Probes      Probes      `yaml:"probes" json:"probes"`
+	// Compare tunes comparisons of two builds on this scenario (optional).
+	Compare *Compare `yaml:"compare" json:"compare,omitempty"`
 
 	// Source is the file the scenario came from ("" for bytes); not part of the format.
 	Source string `yaml:"-" json:"-"`
+}
+
+// Compare tunes `longhaul compare` on the scenario: Ignore lists JSON paths
+// of response bodies the equivalence check does not compare ("$.meta.took",
+// "$.items[*].rank", "$..etag"), beyond the generated ids, UUIDs, tokens and
+// timestamps it always replaces.
+type Compare struct {
+	Ignore []string `yaml:"ignore" json:"ignore,omitempty"`
 }
 
 // Load says how much load to drive and how to cut it into windows.

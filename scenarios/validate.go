@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/longhaul-dev/longhaul/equivalence"
 )
 
 // Validate checks s as Parse does and fills in the same defaults. Use it on a
@@ -130,6 +132,13 @@ func (v *validator) validate() {
 	}
 	v.validateEnvironment()
 	v.validateProbes()
+	if c := v.s.Compare; c != nil {
+		for i, path := range c.Ignore {
+			if err := equivalence.CheckIgnore(path); err != nil {
+				v.errf(p("compare", "ignore", i), "%v", err)
+			}
+		}
+	}
 }
 
 func (v *validator) validateLoad() {

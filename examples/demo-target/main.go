@@ -10,6 +10,8 @@
 //	DATABASE_URL=postgres://u:p@127.0.0.1:5432/db go run ./examples/demo-target
 //	DEMO_INDEX_BUCKET=false go run ./examples/demo-target           # list cost grows with the table
 //	DEMO_LEAK_BYTES=2048 go run ./examples/demo-target              # every request retains 2 KiB
+//	DEMO_CPU_BURN_US=40 go run ./examples/demo-target               # every request burns 40 µs of CPU
+//	DEMO_RESPONSE_VARIANT=1 go run ./examples/demo-target           # GET /items answers a little differently
 //
 // Environment:
 //
@@ -18,6 +20,10 @@
 //	DEMO_SQLITE        SQLite file when DATABASE_URL is empty (default: a temp file, removed at exit)
 //	DEMO_INDEX_BUCKET  false: do not create (and drop) the indexes that serve GET /items
 //	DEMO_LEAK_BYTES    N > 0: every request appends an N-byte allocation to a slice never freed
+//	DEMO_CPU_BURN_US   N > 0: every request burns N µs of CPU in a loop on its own goroutine
+//	                   (calibrated against thread CPU time at start)
+//	DEMO_RESPONSE_VARIANT  1: GET /items adds "cursor":null to its answer (a response
+//	                   difference for comparisons' equivalence check to find)
 //
 // HTTP API (JSON bodies; writes need "Authorization: Bearer <token>", reads
 // validate a token when one is sent):
@@ -82,6 +88,8 @@ type config struct {
 	SQLitePath  string
 	IndexBucket bool
 	LeakBytes   int
+	CPUBurnUs   int
+	Variant     int
 }
 
 func configFromEnv(getenv func(string) string) (config, error) {
@@ -109,13 +117,27 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		}
 		c.LeakBytes = n
 	}
+	if v := getenv("DEMO_CPU_BURN_US"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1_000_000 {
+			return c, usageError{fmt.Sprintf("DEMO_CPU_BURN_US=%q: want microseconds 0-1000000", v)}
+		}
+		c.CPUBurnUs = n
+	}
+	if v := getenv("DEMO_RESPONSE_VARIANT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1 {
+			return c, usageError{fmt.Sprintf("DEMO_RESPONSE_VARIANT=%q: want 0 or 1", v)}
+		}
+		c.Variant = n
+	}
 	return c, nil
 }
 
 // run serves the API until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES"}
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_RESPONSE_VARIANT"}
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -134,12 +156,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
 	srv := &http.Server{
-		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, Log: log}),
+		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, Variant: cfg.Variant, Log: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes)
+	log.Info("listening", "addr", ln.Addr().String(), "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes,
+		"cpu_burn_us", cfg.CPUBurnUs, "response_variant", cfg.Variant)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -194,6 +194,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"DEMO_INDEX_BUCKET": "no-thanks"}, wantErr: `DEMO_INDEX_BUCKET="no-thanks"`},
 		{env: map[string]string{"DEMO_LEAK_BYTES": "-1"}, wantErr: `DEMO_LEAK_BYTES="-1"`},
 		{env: map[string]string{"DEMO_LEAK_BYTES": "2k"}, wantErr: `DEMO_LEAK_BYTES="2k"`},
+		{env: map[string]string{"DEMO_CPU_BURN_US": "40", "DEMO_RESPONSE_VARIANT": "1"}, want: config{Port: 8080, IndexBucket: true, CPUBurnUs: 40, Variant: 1}},
+		{env: map[string]string{"DEMO_CPU_BURN_US": "-5"}, wantErr: `DEMO_CPU_BURN_US="-5"`},
+		{env: map[string]string{"DEMO_RESPONSE_VARIANT": "2"}, wantErr: `DEMO_RESPONSE_VARIANT="2"`},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {

@@ -44,7 +44,12 @@ type serverOptions struct {
 	LeakBytes int
 	// Leak receives the retained allocations; nil means the process-wide retained.
 	Leak *leakedMemory
-	Log  *slog.Logger
+	// CPUBurnUs, when > 0, makes every request burn that much CPU (the
+	// DEMO_CPU_BURN_US switch).
+	CPUBurnUs int
+	// Variant 1 adds "cursor":null to GET /items (DEMO_RESPONSE_VARIANT).
+	Variant int
+	Log     *slog.Logger
 }
 
 // server is the demo target's HTTP API. Its handler is safe for concurrent use.
@@ -57,6 +62,8 @@ type server struct {
 
 	leakBytes int
 	leak      *leakedMemory
+	burner    cpuBurner
+	variant   int
 
 	errLog sampledLog
 	bufs   sync.Pool // *[]byte response buffers
@@ -77,6 +84,8 @@ func newServer(st store, o serverOptions) *server {
 		metrics:   metrics.NewSet(),
 		leakBytes: o.LeakBytes,
 		leak:      o.Leak,
+		burner:    newCPUBurner(o.CPUBurnUs),
+		variant:   o.Variant,
 	}
 	s.errLog.log = o.Log
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
@@ -121,6 +130,7 @@ func (s *server) handle(pattern string, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.leak.retain(s.leakBytes)
+		s.burner.burn()
 		code := h(w, r)
 		duration.UpdateDuration(start)
 		if c, ok := counters[code]; ok {
@@ -522,6 +532,12 @@ func (s *server) listItems(w http.ResponseWriter, r *http.Request) int {
 	*lp = items
 	if err != nil {
 		return s.internalError(w, r, fmt.Errorf("list items: %w", err))
+	}
+	if s.variant == 1 {
+		return s.writeAppended(w, http.StatusOK, func(b []byte) []byte {
+			b = appendItems(b, items)
+			return append(b[:len(b)-1], `,"cursor":null}`...)
+		})
 	}
 	return s.writeAppended(w, http.StatusOK, func(b []byte) []byte { return appendItems(b, items) })
 }
