@@ -3,6 +3,7 @@ package interop
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -345,3 +347,30 @@ func sorted(ws []window.Window) []window.Window {
 
 // BenchName is the benchmark name Export uses for op ("" for all ops).
 func BenchName(op string) string { return benchName(op) }
+
+// ExportRounds writes one benchmark line per round of side of comparison c
+// (rounds that completed and were not superseded by a rerun), each the
+// round's windows after c.Warmup merged (RoundSample); windows reads a
+// round's windows. Export A and B to two files and `benchstat a.txt b.txt`
+// compares the builds round by round. It returns the number of lines.
+func ExportRounds(ctx context.Context, out io.Writer, c store.Comparison, side store.Side, op string,
+	windows func(ctx context.Context, runID string) ([]window.Window, error)) (int, error) {
+	var samples []Sample
+	for _, r := range c.Rounds {
+		if r.Side != side || r.Superseded || r.RunID == "" || r.Status != store.Completed {
+			continue
+		}
+		ws, err := windows(ctx, r.RunID)
+		if err != nil {
+			return 0, fmt.Errorf("round %d (run %s): %w", r.Index, r.RunID, err)
+		}
+		s, ok, err := RoundSample(ws, c.Warmup, op)
+		if err != nil {
+			return 0, fmt.Errorf("round %d (run %s): %w", r.Index, r.RunID, err)
+		}
+		if ok {
+			samples = append(samples, s)
+		}
+	}
+	return len(samples), writeBenchstat(out, benchName(op), samples)
+}
