@@ -105,6 +105,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.analyzeCmd(),
 		a.sweepCmd(),
 		a.uiCmd(),
+		a.importCmd(),
+		a.exportCmd(),
 	)
 	return root
 }
