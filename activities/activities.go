@@ -132,6 +132,10 @@ type Environment struct {
 	PID         int    `json:"pid,omitempty"`
 	ContainerID string `json:"container_id,omitempty"`
 	DatabaseURL string `json:"database_url,omitempty"`
+	// DatabasePID and DatabaseContainerID identify the database's process
+	// or container, so host-load accounting counts it as measured work.
+	DatabasePID         int    `json:"database_pid,omitempty"`
+	DatabaseContainerID string `json:"database_container_id,omitempty"`
 	// Ports maps each published target port (ProvisionRequest.Publish) to
 	// its 127.0.0.1 port on this host; nil when the target's ports are this
 	// host's (a local process).

@@ -51,7 +51,8 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 }
 
 // ServerProbes is the real ProberFactory: package probes on the
-// environment's target process or container and database. After each
+// environment's target process or container and database, plus the host's
+// foreign load (probes.HostLoad) in every window. After each
 // window's readings it records the probes that are failing in
 // window.Window.ProbeFailures, so the run report can say why a reading is
 // missing; the sampler itself logs each failing probe once.
@@ -78,7 +79,11 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
 		s.Start(ctx)
-		p := &serverProber{s: s}
+		p := &serverProber{s: s, host: probes.NewHostLoad(probes.HostLoadConfig{
+			PIDs:       []int{env.PID, env.DatabasePID},
+			Containers: []string{env.ContainerID, env.DatabaseContainerID},
+		})}
+		p.host.Sample() // prime: the first window's reading covers the first window
 		if unpublished != nil {
 			p.static = []window.ProbeFailure{*unpublished}
 		}
@@ -142,6 +147,7 @@ func shortContainerID(id string) string {
 // each window.
 type serverProber struct {
 	s      *probes.Sampler
+	host   *probes.HostLoad
 	static []window.ProbeFailure // failures known at start that last the whole drive
 }
 
@@ -149,6 +155,9 @@ var _ Prober = (*serverProber)(nil)
 
 func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
 	p.s.Sample(ctx, w)
+	if f, ok := p.host.Sample(); ok {
+		w.Probes.HostForeignCPU = &f
+	}
 	for _, pr := range p.s.Problems() {
 		w.ProbeFailures = append(w.ProbeFailures, window.ProbeFailure{Probe: pr.Probe, Error: pr.Message})
 	}

@@ -130,6 +130,7 @@ func toActivityEnv(e provision.Environment) (activities.Environment, error) {
 	}
 	if e.Database != nil {
 		out.DatabaseURL = e.Database.URL
+		out.DatabasePID, out.DatabaseContainerID = e.Database.Process.PID, e.Database.Process.ContainerID
 	}
 	return out, nil
 }
