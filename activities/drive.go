@@ -24,6 +24,8 @@ type DriveInput struct {
 	Total     int
 	Overrides Overrides
 	Env       Environment
+	// Seed is DriveRequest.Seed (0: random).
+	Seed uint64
 }
 
 // Progress is the drive's heartbeat: the last window committed to the store.
@@ -161,7 +163,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	log.Info("driving", "first", first, "total", in.Total, "target", in.Env.TargetURL)
 	err = a.Driver.Drive(ctx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
-		TargetURL: in.Env.TargetURL, Scenario: s, Logger: log,
+		TargetURL: in.Env.TargetURL, Scenario: s, Logger: log, Seed: driveSeed(in.Seed, first),
 	}, sink)
 	var tf errTargetFailed
 	switch {
@@ -176,6 +178,16 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		return res, fmt.Errorf("drive run %s from window %d: %w", in.RunID, first, err)
 	}
 	return res, nil
+}
+
+// driveSeed is the seed of a drive that starts at window first: a resumed
+// drive must not replay the start of the sequence (its creates would
+// collide with those already made), so the seed moves with it.
+func driveSeed(seed uint64, first int) uint64 {
+	if seed == 0 || first == 0 {
+		return seed
+	}
+	return seed + uint64(first)*0x9e3779b97f4a7c15
 }
 
 // resume is where an attempt starts.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/driver"
+	"github.com/longhaul-dev/longhaul/equivalence"
 	"github.com/longhaul-dev/longhaul/probes"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
@@ -27,11 +28,32 @@ type LoadDriver struct {
 	LookupEnv func(string) (string, bool)
 }
 
-var _ Driver = LoadDriver{}
+var (
+	_ Driver   = LoadDriver{}
+	_ Recorder = LoadDriver{}
+)
+
+// Record implements Recorder with driver.Record: the scenario compiled
+// with req.Seed, one VU, req.Requests requests.
+func (d LoadDriver) Record(ctx context.Context, req RecordRequest) ([]equivalence.Exchange, error) {
+	plan, err := scenarios.Compile(req.Scenario, scenarios.CompileOptions{LookupEnv: d.LookupEnv, Seed: req.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("%w: compile scenario: %v", ErrBadInput, err)
+	}
+	u, err := url.Parse(req.TargetURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: target URL %q: %v", ErrBadInput, req.TargetURL, err)
+	}
+	xs, err := driver.Record(ctx, driver.RecordOptions{Target: u, Plan: plan, Seed: req.Seed, Requests: req.Requests})
+	if errors.Is(err, driver.ErrInvalid) {
+		return xs, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	return xs, err
+}
 
 // Drive implements Driver.
 func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(window.Window) error) error {
-	plan, err := scenarios.Compile(req.Scenario, scenarios.CompileOptions{LookupEnv: d.LookupEnv})
+	plan, err := scenarios.Compile(req.Scenario, scenarios.CompileOptions{LookupEnv: d.LookupEnv, Seed: req.Seed})
 	if err != nil {
 		return fmt.Errorf("%w: compile scenario: %v", ErrBadInput, err)
 	}
@@ -42,7 +64,7 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 	_, err = driver.Run(ctx, driver.Options{
 		Target: u, Plan: plan, Load: req.Scenario.Load,
 		RunID: req.RunID, Incarnation: req.Incarnation, FirstIndex: req.FirstIndex,
-		Metrics: d.Metrics, Logger: req.Logger,
+		Metrics: d.Metrics, Logger: req.Logger, Seed: req.Seed,
 	}, sink)
 	if errors.Is(err, driver.ErrInvalid) {
 		return fmt.Errorf("%w: %v", ErrBadInput, err)

@@ -94,7 +94,7 @@ type provisionAdapter struct{ p provision.Provisioner }
 func (pa provisionAdapter) Provision(ctx context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
 	env, err := pa.p.Provision(ctx, provision.Request{
 		RunID: req.RunID, Incarnation: req.Incarnation, Spec: req.Spec,
-		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish,
+		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish, Prebuilt: req.Prebuilt,
 	})
 	out, cerr := toActivityEnv(env)
 	if err != nil {
