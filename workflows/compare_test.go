@@ -14,6 +14,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
@@ -86,7 +87,10 @@ func newCompareFixture(t *testing.T) *compareFixture {
 	}
 	RegisterWorkflows(f.env)
 	activities.Register(f.env, acts)
-	f.env.SetTestTimeout(30 * time.Second)
+	f.env.SetTestTimeout(60 * time.Second)
+	// This machine is shared: under a load of 50 a workflow task can take
+	// longer than the default 1 s deadlock detection without any deadlock.
+	f.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
 	err := f.store.PutComparison(context.Background(), store.Comparison{
 		ID: "c1", Name: "hello", Status: store.Pending, Scenario: helloYAML,
 		A: store.Build{}, B: store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}},

@@ -16,6 +16,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/equivalence"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -25,6 +26,7 @@ type Store struct {
 	runs     map[string]store.Run
 	windows  map[string]map[[2]int]window.Window
 	findings map[string][]analysis.Finding
+	judged   map[string][]thresholds.Result
 	comps    map[string]store.Comparison
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
@@ -39,6 +41,7 @@ func (s *Store) init() {
 		s.runs = map[string]store.Run{}
 		s.windows = map[string]map[[2]int]window.Window{}
 		s.findings = map[string][]analysis.Finding{}
+		s.judged = map[string][]thresholds.Result{}
 		s.comps = map[string]store.Comparison{}
 		s.Puts = map[string]int{}
 	}
@@ -153,6 +156,23 @@ func (s *Store) Findings(_ context.Context, runID string) ([]analysis.Finding, e
 	defer s.mu.Unlock()
 	s.init()
 	return slices.Clone(s.findings[runID]), nil
+}
+
+// PutThresholds implements store.Store.
+func (s *Store) PutThresholds(_ context.Context, runID string, rs []thresholds.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.judged[runID] = slices.Clone(rs)
+	return nil
+}
+
+// Thresholds implements store.Store.
+func (s *Store) Thresholds(_ context.Context, runID string) ([]thresholds.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.judged[runID]), nil
 }
 
 // Close implements store.Store.
@@ -359,6 +379,9 @@ type Driver struct {
 	// Records, if set, answers Record (the equivalence check's sequences);
 	// nil answers every request with 200 {}.
 	Records func(req activities.RecordRequest) []equivalence.Exchange
+	// Shape, if set, changes window index of call number call before it is
+	// handed to the sink (say, to give it latencies a threshold judges).
+	Shape func(call, index int, w *window.Window)
 }
 
 var _ activities.Driver = (*Driver)(nil)
@@ -368,7 +391,7 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 	d.mu.Lock()
 	d.Calls = append(d.Calls, req)
 	call := len(d.Calls)
-	before, decorate := d.Before, d.Decorate
+	before, decorate, shape := d.Before, d.Decorate, d.Shape
 	d.mu.Unlock()
 	length := req.Scenario.Load.Window.D()
 	total := int((req.Scenario.Load.Duration.D() + length - 1) / length)
@@ -388,6 +411,9 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 		}
 		if decorate != nil {
 			decorate(req, &w)
+		}
+		if shape != nil {
+			shape(call, i, &w)
 		}
 		if err := sink(w); err != nil {
 			return err
