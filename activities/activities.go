@@ -132,6 +132,9 @@ type Environment struct {
 	PID         int    `json:"pid,omitempty"`
 	ContainerID string `json:"container_id,omitempty"`
 	DatabaseURL string `json:"database_url,omitempty"`
+	// EnvDir is the environment's own directory on this host (the local
+	// provider's; "" for a container), for {{.EnvDir}} in probe paths.
+	EnvDir string `json:"env_dir,omitempty"`
 	// Ports maps each published target port (ProvisionRequest.Publish) to
 	// its 127.0.0.1 port on this host; nil when the target's ports are this
 	// host's (a local process).

@@ -131,6 +131,7 @@ func toActivityEnv(e provision.Environment) (activities.Environment, error) {
 	if e.Database != nil {
 		out.DatabaseURL = e.Database.URL
 	}
+	out.EnvDir = e.EnvDir
 	return out, nil
 }
 
