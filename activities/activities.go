@@ -37,6 +37,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -101,6 +102,7 @@ type Store interface {
 	PutWindow(ctx context.Context, w window.Window) error
 	Windows(ctx context.Context, runID string, q store.WindowQuery) ([]window.Window, error)
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
+	PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error
 }
 
 // ProvisionRequest asks for one incarnation of a run's environment.
@@ -414,14 +416,19 @@ func (a *Activities) Teardown(ctx context.Context, env Environment) error {
 // AnalyzeInput names the run to analyse.
 type AnalyzeInput struct{ RunID string }
 
-// AnalyzeResult is how many findings were stored, by severity.
+// AnalyzeResult is how many findings were stored, by severity, and how
+// many of the scenario's thresholds failed.
 type AnalyzeResult struct {
 	Findings int
 	Critical int
 	Warnings int
+	// ThresholdsFailed counts the thresholds that failed (Thresholds were judged).
+	ThresholdsFailed int
+	Thresholds       int
 }
 
-// Analyze reads the run's windows, runs the analyser and stores its findings.
+// Analyze reads the run's windows, runs the analyser and stores its
+// findings, then judges the scenario's thresholds and stores the results.
 func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResult, error) {
 	s, _, err := a.scenario(ctx, in.RunID, Overrides{})
 	if err != nil {
@@ -444,6 +451,14 @@ func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResul
 			res.Warnings++
 		}
 	}
+	rs, err := thresholds.Evaluate(s.Thresholds, ws, s.Load.Warmup.D())
+	if err != nil {
+		return res, fmt.Errorf("analyze run %s: %w", in.RunID, err)
+	}
+	if err := a.Store.PutThresholds(ctx, in.RunID, rs); err != nil {
+		return res, fmt.Errorf("analyze run %s: store thresholds: %w", in.RunID, err)
+	}
+	res.Thresholds, res.ThresholdsFailed = len(rs), len(thresholds.Breaches(rs))
 	return res, nil
 }
 

@@ -163,7 +163,7 @@ func TestAnalyzeStoresFindings(t *testing.T) {
 	if err := v.Get(&got); err != nil {
 		t.Fatal(err)
 	}
-	if want := (activities.AnalyzeResult{Findings: 2, Critical: 1}); got != want {
+	if want := (activities.AnalyzeResult{Findings: 2, Critical: 1, Thresholds: 0}); got != want {
 		t.Errorf("result = %+v, want %+v", got, want)
 	}
 	if seen != 1 || warm != 5*time.Second {
@@ -211,6 +211,114 @@ func TestDriveCommitsWindows(t *testing.T) {
 	}
 	if c := drv.Calls[0]; c.FirstIndex != 2 || c.Scenario.Load.Duration.D() != 6e9 || c.TargetURL != envDesc.TargetURL {
 		t.Errorf("driver called with first %d, duration %s, target %s", c.FirstIndex, c.Scenario.Load.Duration.D(), c.TargetURL)
+	}
+}
+
+const gated = `name: gated
+environment:
+  target: {url: "http://127.0.0.1:8080"}
+ops:
+  - name: get
+    request: {path: /items}
+thresholds:
+  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}
+  - {metric: error_rate, max: 0.01}
+`
+
+// slowFrom gives windows from index on a p50 of 20 ms (the others 1 ms).
+func slowFrom(index int) func(call, i int, w *window.Window) {
+	return func(_, i int, w *window.Window) {
+		w.LatencyMs.P50 = 1
+		if i >= index {
+			w.LatencyMs.P50 = 20
+		}
+	}
+}
+
+// TestDriveStopsOnAbortThreshold: windows 3 and 4 breach a threshold that
+// needs two in a row and aborts; the drive commits window 4, stops the load
+// and says why. Windows after it are never driven.
+func TestDriveStopsOnAbortThreshold(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "gated", Scenario: gated})
+	prov := &activitiestest.Provisioner{}
+	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
+	drv := &activitiestest.Driver{Shape: slowFrom(3)}
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv}
+	in := activities.DriveInput{RunID: "r1", Incarnation: 1, Total: 10,
+		Overrides: activities.Overrides{Duration: 10e9, Window: 1e9}, Env: envDesc}
+	v, err := newEnv(a).ExecuteActivity(a.Drive, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.DriveResult
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := activities.DriveResult{NextIndex: 5, Windows: 5,
+		StoppedBy: "stopped early: threshold p50_ms max 10 (2 windows in a row) failed with 20 in window 4"}
+	if got != want {
+		t.Errorf("result = %+v\nwant %+v", got, want)
+	}
+	if ws, _ := st.Windows(context.Background(), "r1", store.AllWindows); len(ws) != 5 {
+		t.Errorf("%d windows stored, want 5 (0..4)", len(ws))
+	}
+
+	// Analyze judges both thresholds and stores them with the run.
+	v, err = newEnv(a).ExecuteActivity(a.Analyze, activities.AnalyzeInput{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ar activities.AnalyzeResult
+	_ = v.Get(&ar)
+	if ar.Thresholds != 2 || ar.ThresholdsFailed != 1 {
+		t.Errorf("analyze result %+v, want 2 thresholds, 1 failed", ar)
+	}
+	rs, _ := st.Thresholds(context.Background(), "r1")
+	if len(rs) != 2 || rs[0].OK || rs[0].Window == nil || *rs[0].Window != 4 || !rs[1].OK {
+		t.Errorf("stored thresholds %+v", rs)
+	}
+}
+
+// TestDriveAbortCountsAcrossAttempts: a drive resumed after window 3 (which
+// breached) stops at window 5, the second breach in a row: the windows
+// committed before count. A breach already complete in the store stops the
+// drive before it sends anything.
+func TestDriveAbortCountsAcrossAttempts(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "gated", Scenario: gated})
+	prov := &activitiestest.Provisioner{}
+	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
+	for i := range 4 {
+		w := window.Window{RunID: "r1", Incarnation: 1, Index: i, Requests: 100, OK: 100, LatencyMs: window.Latency{P50: 1}}
+		if i == 3 {
+			w.LatencyMs.P50 = 30
+		}
+		_ = st.PutWindow(context.Background(), w)
+	}
+	drv := &activitiestest.Driver{Shape: slowFrom(5)}
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv}
+	in := activities.DriveInput{RunID: "r1", Incarnation: 1, FirstIndex: 4, Total: 10,
+		Overrides: activities.Overrides{Duration: 10e9, Window: 1e9}, Env: envDesc}
+	v, err := newEnv(a).ExecuteActivity(a.Drive, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.DriveResult
+	_ = v.Get(&got)
+	if want := "stopped early: threshold p50_ms max 10 (2 windows in a row) failed with 20 in window 6"; got.StoppedBy != want || got.NextIndex != 7 {
+		t.Errorf("result = %+v, want stopped at window 6 (4 ok, 5 and 6 slow): %q", got, want)
+	}
+
+	in.FirstIndex = 7 // window 7 would be next, but 5 and 6 already failed it
+	calls := drv.CallCount()
+	v, err = newEnv(a).ExecuteActivity(a.Drive, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = v.Get(&got)
+	if got.StoppedBy == "" || got.NextIndex != 7 || drv.CallCount() != calls {
+		t.Errorf("result = %+v after %d driver calls (want %d): want stopped before driving", got, drv.CallCount(), calls)
 	}
 }
 

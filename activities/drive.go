@@ -10,7 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -40,6 +42,9 @@ type DriveResult struct {
 	// Windows committed and Gaps recorded by this drive (all its attempts).
 	Windows int
 	Gaps    int
+	// StoppedBy is set when a threshold with abort: true failed and the
+	// drive stopped early: why, in one line. The run is over.
+	StoppedBy string `json:",omitempty"`
 }
 
 // LostDetails travel with an ErrTypeEnvironmentLost error: driving may go on
@@ -66,7 +71,11 @@ func (e errTargetFailed) Error() string { return "target stopped answering: " + 
 // (whichever is later: the worker may have died between commit and
 // heartbeat). The window that was in progress is lost: it is recorded as a
 // gap and driving resumes at the slot after it, so no committed window is
-// ever rewritten and no (run, index) appears twice. If the environment is
+// ever rewritten and no (run, index) appears twice.
+//
+// Thresholds with abort: true are judged as each window is committed; when
+// one fails the load stops (the window in progress closes short and is
+// committed too) and the result says why in StoppedBy. If the environment is
 // gone, the attempt ends with ErrTypeEnvironmentLost and the workflow
 // provisions a new incarnation that continues from LostDetails.NextIndex.
 func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, error) {
@@ -106,6 +115,20 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	if first >= in.Total {
 		return res, nil
 	}
+	watch, stoppedBy, err := a.abortWatcher(ctx, s, in, first)
+	if err != nil {
+		return res, err
+	}
+	if stoppedBy != "" {
+		// An earlier attempt committed the failing window and died before it stopped.
+		res.StoppedBy = stoppedBy
+		return res, nil
+	}
+	// Cancelling driveCtx (not ctx) stops the load for a failed threshold:
+	// the driver then closes and hands over its last window as on a
+	// cancellation, and the activity still ends normally.
+	driveCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 
 	var prober Prober
 	if a.Probes != nil {
@@ -143,7 +166,14 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		res.Windows++
 		res.NextIndex = w.Index + 1
 		hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
-		if w.Index+1 >= in.Total || ctx.Err() != nil {
+		if watch != nil && res.StoppedBy == "" {
+			if failed := watch.Observe(w); len(failed) > 0 {
+				res.StoppedBy = thresholds.StopReason(failed[0])
+				log.Info("a threshold failed; stopping the run early", "window", w.Index, "threshold", failed[0].Threshold)
+				stopLoad()
+			}
+		}
+		if w.Index+1 >= in.Total || ctx.Err() != nil || res.StoppedBy != "" {
 			return nil
 		}
 		if err := a.check(ctx, in.Env); err != nil {
@@ -159,12 +189,14 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	}
 
 	log.Info("driving", "first", first, "total", in.Total, "target", in.Env.TargetURL)
-	err = a.Driver.Drive(ctx, DriveRequest{
+	err = a.Driver.Drive(driveCtx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
 		TargetURL: in.Env.TargetURL, Scenario: s, Logger: log,
 	}, sink)
 	var tf errTargetFailed
 	switch {
+	case res.StoppedBy != "" && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)):
+		return res, nil
 	case errors.As(err, &tf):
 		return res, temporal.NewNonRetryableApplicationError(tf.Error(), ErrTypeTargetFailed, tf.cause, res)
 	case errors.Is(err, ErrBadInput):
@@ -176,6 +208,37 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		return res, fmt.Errorf("drive run %s from window %d: %w", in.RunID, first, err)
 	}
 	return res, nil
+}
+
+// abortWatcher returns a watcher of the scenario's thresholds with abort:
+// true (nil when there are none), brought up to date with the windows this
+// incarnation committed before first, so that a resumed or continued drive
+// counts consecutive windows across attempts. stoppedBy is set when one of
+// those windows already failed a threshold.
+func (a *Activities) abortWatcher(ctx context.Context, s *scenarios.Scenario, in DriveInput, first int) (*thresholds.Watcher, string, error) {
+	var aborting []scenarios.Threshold
+	for _, th := range s.Thresholds {
+		if th.Abort {
+			aborting = append(aborting, th)
+		}
+	}
+	if len(aborting) == 0 {
+		return nil, "", nil
+	}
+	w := thresholds.NewWatcher(aborting, s.Load.Warmup.D())
+	ws, err := a.Store.Windows(ctx, in.RunID, store.WindowQuery{Incarnation: in.Incarnation})
+	if err != nil {
+		return nil, "", fmt.Errorf("drive run %s: read committed windows: %w", in.RunID, err)
+	}
+	for _, x := range ws {
+		if x.Index >= first {
+			break
+		}
+		if failed := w.Observe(x); len(failed) > 0 {
+			return w, thresholds.StopReason(failed[0]), nil
+		}
+	}
+	return w, "", nil
 }
 
 // resume is where an attempt starts.

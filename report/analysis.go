@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/thresholds"
 )
 
 // Analysis is the outcome of analysing one stored run (longhaul analyze):
@@ -20,6 +21,8 @@ type Analysis struct {
 	// ProbeProblems explain missing readings; Findings are the analysis'.
 	ProbeProblems []ProbeProblem
 	Findings      []analysis.Finding
+	// Thresholds are the scenario's thresholds judged again.
+	Thresholds []thresholds.Result
 }
 
 // AnalysisObject is the JSON shape of an Analysis: one object whose type is
@@ -31,15 +34,18 @@ type AnalysisObject struct {
 	WarmupSeconds float64            `json:"warmup_s"`
 	ProbeProblems []ProbeProblem     `json:"probe_problems"`
 	Findings      []analysis.Finding `json:"findings"`
+	// Thresholds is omitted when the scenario has none.
+	Thresholds []thresholds.Result `json:"thresholds,omitempty"`
 }
 
 // WriteAnalysisText prints an Analysis: a header line, the probe problems
-// (if any) and the findings, most severe first.
+// (if any), the findings, most severe first, and the thresholds (if any).
 func WriteAnalysisText(out io.Writer, an Analysis) error {
 	b := bufio.NewWriter(out)
 	fmt.Fprintf(b, "run %s: %d windows analysed, warm-up %s\n", an.RunID, an.Windows, an.Warmup)
 	WriteProbeProblems(b, an.ProbeProblems)
 	WriteFindings(b, an.Findings)
+	WriteThresholds(b, an.Thresholds)
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write analysis: %w", err)
 	}
@@ -50,7 +56,7 @@ func WriteAnalysisText(out io.Writer, an Analysis) error {
 func WriteAnalysisJSON(out io.Writer, an Analysis) error {
 	o := AnalysisObject{
 		Type: "analysis", RunID: an.RunID, Windows: an.Windows, WarmupSeconds: an.Warmup.Seconds(),
-		ProbeProblems: an.ProbeProblems, Findings: an.Findings,
+		ProbeProblems: an.ProbeProblems, Findings: an.Findings, Thresholds: an.Thresholds,
 	}
 	if o.ProbeProblems == nil {
 		o.ProbeProblems = []ProbeProblem{}

@@ -14,7 +14,7 @@ import (
 // {"type":"summary"} object. A window object has exactly the keys index,
 // start, end, requests, errors (by class), dropped, rps, latency_ms (p50,
 // p90, p95, p99, p999, max) and ops (the same shape per op name); incarnation,
-// skipped, gap and probes appear only when nonzero. Times are RFC 3339 in
+// skipped, gap, probes and custom appear only when nonzero. Times are RFC 3339 in
 // UTC; rates are rounded to three decimals.
 type JSONWriter struct {
 	out *bufio.Writer
@@ -63,6 +63,8 @@ type WindowObject struct {
 	Probes      *window.Probes `json:"probes,omitempty"`
 	// ProbeFailures: the probes failing when the window closed, and why.
 	ProbeFailures []window.ProbeFailure `json:"probe_failures,omitempty"`
+	// Custom: an imported run's other series (window.Window.Custom).
+	Custom map[string]float64 `json:"custom,omitempty"`
 }
 
 // OpObject is the JSON shape of one op in a window or summary.
@@ -98,7 +100,7 @@ func WindowJSON(w window.Window) WindowObject {
 		Requests: w.Requests, Errors: w.Errors, Dropped: w.Dropped,
 		RPS: round3(w.RPS), LatencyMs: w.LatencyMs, Ops: opsJSON(w.Ops),
 		Incarnation: w.Incarnation, Skipped: w.Skipped, Gap: w.Gap,
-		ProbeFailures: w.ProbeFailures,
+		ProbeFailures: w.ProbeFailures, Custom: w.Custom,
 	}
 	if w.Probes != (window.Probes{}) {
 		p := w.Probes

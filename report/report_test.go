@@ -14,6 +14,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -296,9 +297,87 @@ func TestRunJSONGolden(t *testing.T) {
 		}
 		types = append(types, m.Type)
 	}
-	want := []string{"run", "", "", "", "summary", "finding", "finding", "finding"}
+	want := []string{"run", "", "", "", "summary", "finding", "finding", "finding", "gate"}
 	if !slices.Equal(types, want) {
 		t.Errorf("line types = %q, want %q", types, want)
+	}
+}
+
+// gatedReport is fixedRun completed with --fail-on warning and three
+// thresholds: one held, one failed in a window, one without a reading.
+func gatedReport(t *testing.T) RunReport {
+	t.Helper()
+	run := fixedRun()
+	run.Status, run.Reason, run.FailOn = store.Completed, "", "warning"
+	rep, err := NewRunReport(run, fixedWindows(t), fixedFindings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p99, p50, idx := 250.111, 5.003, 1
+	rep.SetThresholds([]thresholds.Result{
+		{Threshold: "p99_ms{op=get} max 300", Metric: "p99_ms", Op: "get", Bound: "max", Limit: 300, Value: &p99, OK: true, Scope: "run"},
+		{Threshold: "p50_ms max 5 (any window)", Metric: "p50_ms", Bound: "max", Limit: 5, Value: &p50, Scope: "window", Windows: 1, Window: &idx, Incarnation: 1},
+		{Threshold: "cpu_us_per_request max 2000", Metric: "cpu_us_per_request", Bound: "max", Limit: 2000, Scope: "run", Note: "no process probe readings"},
+	})
+	return rep
+}
+
+func TestRunGatedGolden(t *testing.T) {
+	rep := gatedReport(t)
+	if rep.Gate == nil || rep.Gate.Passed {
+		t.Fatalf("gate = %+v, want failed", rep.Gate)
+	}
+	var text, js bytes.Buffer
+	if err := WriteRunText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "run-gated.txt.golden", text.Bytes())
+	if err := WriteRunJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "run-gated.ndjson.golden", js.Bytes())
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	var g struct {
+		Type       string
+		Gate       string
+		Thresholds []map[string]any
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.Type != "gate" || g.Gate != "failed" || len(g.Thresholds) != 3 {
+		t.Fatalf("gate line = %+v", g)
+	}
+	for _, key := range []string{"metric", "op", "limit", "value", "ok", "window"} {
+		if _, ok := g.Thresholds[0][key]; !ok {
+			t.Errorf("threshold object has no %q: %v", key, g.Thresholds[0])
+		}
+	}
+}
+
+// TestJudgeRun: a run that did not complete fails the gate; one still
+// going has none; Run.FailOn decides whether findings count.
+func TestJudgeRun(t *testing.T) {
+	fs := fixedFindings()
+	run := fixedRun()
+	for _, tt := range []struct {
+		status store.Status
+		failOn string
+		want   string
+	}{
+		{store.Completed, "", "passed"},
+		{store.Completed, "critical", "failed: critical finding leak (--fail-on critical)"},
+		{store.Failed, "", "failed: the run failed"},
+		{store.Running, "", "none"},
+	} {
+		run.Status, run.FailOn = tt.status, tt.failOn
+		got := "none"
+		if g, ok := JudgeRun(run, nil, fs); ok {
+			got = g.String()
+		}
+		if got != tt.want {
+			t.Errorf("%s --fail-on %q: gate %q, want %q", tt.status, tt.failOn, got, tt.want)
+		}
 	}
 }
 

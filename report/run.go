@@ -14,6 +14,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -25,20 +26,44 @@ type RunReport struct {
 	Findings []analysis.Finding
 	// ProbeProblems sums up the windows' probe failures (ProbeProblems).
 	ProbeProblems []ProbeProblem
+	// Thresholds are the run's judged thresholds (SetThresholds).
+	Thresholds []thresholds.Result
+	// Gate is the run's gate (JudgeRun); nil while the run has not ended.
+	Gate *thresholds.Gate
 }
 
-// NewRunReport assembles a report, summarising ws with window.Merge.
+// NewRunReport assembles a report, summarising ws with window.Merge; the
+// gate is judged on the findings alone until SetThresholds adds the
+// thresholds.
 func NewRunReport(r store.Run, ws []window.Window, fs []analysis.Finding) (RunReport, error) {
 	s, err := window.Merge(ws)
 	if err != nil {
 		return RunReport{}, fmt.Errorf("summarise run %s: %w", r.ID, err)
 	}
-	return RunReport{Run: r, Windows: ws, Summary: s, Findings: fs, ProbeProblems: ProbeProblems(ws)}, nil
+	rep := RunReport{Run: r, Windows: ws, Summary: s, Findings: fs, ProbeProblems: ProbeProblems(ws)}
+	rep.SetThresholds(nil)
+	return rep, nil
+}
+
+// SetThresholds records the run's judged thresholds and judges the gate again.
+func (rep *RunReport) SetThresholds(rs []thresholds.Result) {
+	rep.Thresholds = rs
+	rep.Gate = nil
+	if g, ok := JudgeRun(rep.Run, rs, rep.Findings); ok {
+		rep.Gate = &g
+	}
+}
+
+// gated reports whether the run has anything for a gate to judge: thresholds
+// or a --fail-on severity.
+func (rep RunReport) gated() bool {
+	return rep.Gate != nil && (len(rep.Thresholds) > 0 || rep.Run.FailOn != "")
 }
 
 // WriteRunText prints a run: its header (id, name, kind, status and reason,
 // target, environment, times), one line per window, the summary table, the probe
-// problems (if any) and the findings.
+// problems (if any), the findings, and — when the run has thresholds or a
+// --fail-on severity — each threshold with its value and the gate.
 func WriteRunText(out io.Writer, rep RunReport) error {
 	b := bufio.NewWriter(out)
 	r := rep.Run
@@ -80,6 +105,11 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	fmt.Fprintln(b)
 	WriteProbeProblems(b, rep.ProbeProblems)
 	WriteFindings(b, rep.Findings)
+	if rep.gated() {
+		fmt.Fprintln(b)
+		WriteThresholds(b, rep.Thresholds)
+		WriteGate(b, *rep.Gate)
+	}
 	if err := b.Flush(); err != nil {
 		return fmt.Errorf("write run report: %w", err)
 	}
@@ -88,8 +118,9 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 
 // WriteRunJSON prints a run as NDJSON: a {"type":"run"} object, the windows
 // and the summary exactly as JSONWriter prints them, one
-// {"type":"probe_problem"} object per ProbeProblem, then one
-// {"type":"finding"} object per finding.
+// {"type":"probe_problem"} object per ProbeProblem, one {"type":"finding"}
+// object per finding, then — once the run has ended — one {"type":"gate"}
+// object (GateObject: the gate and every threshold).
 func WriteRunJSON(out io.Writer, rep RunReport) error {
 	j := NewJSON(out)
 	if err := j.write(runObject{Type: "run", Run: rep.Run}); err != nil {
@@ -110,6 +141,13 @@ func WriteRunJSON(out io.Writer, rep RunReport) error {
 	}
 	for _, f := range rep.Findings {
 		if err := j.write(findingObject{Type: "finding", Finding: f}); err != nil {
+			return err
+		}
+	}
+	if rep.Gate != nil {
+		g := GateJSON(*rep.Gate, rep.Thresholds)
+		g.Type = "gate"
+		if err := j.write(g); err != nil {
 			return err
 		}
 	}

@@ -114,7 +114,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 		return nil, el.err()
 	}
 	if root.Kind != yaml.MappingNode {
-		el.addf(root.Line, root.Column, "a scenario is a mapping with keys name, load, setup, ops, environment, probes, compare; got a %s", kindName(root))
+		el.addf(root.Line, root.Column, "a scenario is a mapping with keys name, load, setup, ops, environment, probes, thresholds, compare; got a %s", kindName(root))
 		return nil, el.err()
 	}
 
@@ -159,6 +159,9 @@ func setLines(s *Scenario, loc locator) {
 	}
 	for i := range s.Ops {
 		s.Ops[i].Line, _ = loc.at("ops", i)
+	}
+	for i := range s.Thresholds {
+		s.Thresholds[i].Line, _ = loc.at("thresholds", i)
 	}
 }
 
@@ -305,6 +308,7 @@ var formatTypes = map[string]struct {
 	"scenarios.HeapMetric":  {"heap.metric", reflect.TypeFor[HeapMetric]()},
 	"scenarios.GCHook":      {"heap.gc_hook", reflect.TypeFor[GCHook]()},
 	"scenarios.Inspector":   {"heap.inspector", reflect.TypeFor[Inspector]()},
+	"scenarios.Threshold":   {"a threshold", reflect.TypeFor[Threshold]()},
 }
 
 // describeType names a format type and lists its keys.

@@ -123,7 +123,7 @@ func TestParseErrors(t *testing.T) {
 		want []string
 	}{
 		{"empty", "", []string{"0: file is empty; a scenario needs at least name and ops"}},
-		{"not a mapping", "- a\n- b\n", []string{"1: a scenario is a mapping with keys name, load, setup, ops, environment, probes, compare; got a list"}},
+		{"not a mapping", "- a\n- b\n", []string{"1: a scenario is a mapping with keys name, load, setup, ops, environment, probes, thresholds, compare; got a list"}},
 		{"syntax", "name: x\nops: [\n", []string{"2: did not find expected node content"}},
 		{"bad compare.ignore", "name: x\n" + ops + "compare:\n  ignore: [$.ok, items.rank]\n", []string{
 			`4: compare.ignore "items.rank": must start with $ (use $.key, $.list[*].key, $.list[0], $..key)`}},
@@ -132,7 +132,7 @@ func TestParseErrors(t *testing.T) {
 			"1: name is required (name: my-scenario)",
 			"1: at least one op is required (ops: - name: ..., weight: 1, request: {path: /})"}},
 		{"unknown keys", "name: x\nopz: []\n" + ops + "load: {vu: 3}\n", []string{
-			`2: unknown key "opz" in the scenario (known keys: name, load, setup, ops, environment, probes, compare)`,
+			`2: unknown key "opz" in the scenario (known keys: name, load, setup, ops, environment, probes, thresholds, compare)`,
 			`4: unknown key "vu" in load (known keys: vus, rate, max_vus, stages, duration, window, warmup, timeout)`}},
 		{"wrong types", "name: x\nload:\n  vus: many\n  duration: 5\n  window: soon\n" + ops, []string{
 			"3: want a whole number, got a string (many)",

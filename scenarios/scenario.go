@@ -1,7 +1,8 @@
 // Package scenarios defines longhaul's scenario format: a YAML file that says
 // what load to drive (load), what each virtual user does once (setup) and over
 // and over (ops, weighted), where the target comes from (environment) and what
-// to measure on the server side (probes).
+// to measure on the server side (probes), and which limits the run must stay
+// within to pass (thresholds).
 //
 // Recipe:
 //
@@ -31,6 +32,8 @@ type Scenario struct {
 	Ops         []Op        `yaml:"ops" json:"ops"`
 	Environment Environment `yaml:"environment" json:"environment"`
 	Probes      Probes      `yaml:"probes" json:"probes"`
+	// Thresholds are the run's pass/fail limits (see Threshold).
+	Thresholds []Threshold `yaml:"thresholds" json:"thresholds,omitempty"`
 	// Compare tunes comparisons of two builds on this scenario (optional).
 	Compare *Compare `yaml:"compare" json:"compare,omitempty"`
 

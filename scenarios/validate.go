@@ -57,6 +57,8 @@ func (v *validator) errf(path []any, format string, args ...any) {
 				line = v.s.Setup[i].Line
 			case path[0] == "ops" && i < len(v.s.Ops):
 				line = v.s.Ops[i].Line
+			case path[0] == "thresholds" && i < len(v.s.Thresholds):
+				line = v.s.Thresholds[i].Line
 			}
 		}
 	}
@@ -133,6 +135,7 @@ func (v *validator) validate() {
 	}
 	v.validateEnvironment()
 	v.validateProbes()
+	v.validateThresholds()
 	if c := v.s.Compare; c != nil {
 		for i, path := range c.Ignore {
 			if err := equivalence.CheckIgnore(path); err != nil {

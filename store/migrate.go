@@ -152,6 +152,22 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX comparison_rounds_by_run ON comparison_rounds (run_id)`,
 	}},
+	{5, "thresholds: the run's judged thresholds; runs.fail_on", []string{
+		// One row per threshold, in the scenario's order; result is the
+		// whole thresholds.Result as JSON (metric and ok are columns for
+		// queries such as "runs that failed a p99 gate").
+		`CREATE TABLE thresholds (
+			run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			seq    BIGINT NOT NULL,
+			metric TEXT NOT NULL,
+			ok     BIGINT NOT NULL,
+			result TEXT NOT NULL,
+			PRIMARY KEY (run_id, seq)
+		)`,
+		// The --fail-on severity the run was started with, so that a later
+		// report judges the gate as the run did.
+		`ALTER TABLE runs ADD COLUMN fail_on TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -80,23 +81,23 @@ func (s *sqlStore) PutRun(ctx context.Context, r Run) error {
 	// ON CONFLICT ... DO UPDATE, not REPLACE: a REPLACE deletes the row first,
 	// which would cascade to the run's windows.
 	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO runs
-		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir, fail_on)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (id) DO UPDATE SET
 			name = excluded.name, kind = excluded.kind, status = excluded.status, reason = excluded.reason,
 			scenario = excluded.scenario, workflow_id = excluded.workflow_id, target_url = excluded.target_url,
 			environment = excluded.environment, incarnations = excluded.incarnations,
 			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns,
-			scenario_dir = excluded.scenario_dir`),
+			scenario_dir = excluded.scenario_dir, fail_on = excluded.fail_on`),
 		r.ID, r.Name, r.Kind, string(r.Status), r.Reason, r.Scenario, r.WorkflowID, r.TargetURL, env,
-		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt), r.ScenarioDir)
+		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt), r.ScenarioDir, r.FailOn)
 	if err != nil {
 		return fmt.Errorf("put run %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir`
+const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir, fail_on`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var (
@@ -106,7 +107,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 		created, started, ended int64
 	)
 	err := sc.Scan(&r.ID, &r.Name, &r.Kind, &status, &r.Reason, &r.Scenario, &r.WorkflowID, &r.TargetURL,
-		&env, &r.Incarnations, &created, &started, &ended, &r.ScenarioDir)
+		&env, &r.Incarnations, &created, &started, &ended, &r.ScenarioDir, &r.FailOn)
 	if err != nil {
 		return r, err
 	}
@@ -357,4 +358,63 @@ func (s *sqlStore) Findings(ctx context.Context, runID string) ([]analysis.Findi
 		return nil, fmt.Errorf("read findings of run %s: %w", runID, err)
 	}
 	return fs, nil
+}
+
+// --- thresholds
+
+func (s *sqlStore) PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put thresholds of run %s: %w", runID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, s.d.rebind(`DELETE FROM thresholds WHERE run_id = $1`), runID); err != nil {
+		return fmt.Errorf("put thresholds of run %s: %w", runID, err)
+	}
+	for i, r := range rs {
+		doc, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("put thresholds of run %s: encode: %w", runID, err)
+		}
+		var ok int64
+		if r.OK {
+			ok = 1
+		}
+		_, err = tx.ExecContext(ctx, s.d.rebind(`INSERT INTO thresholds (run_id, seq, metric, ok, result) VALUES ($1, $2, $3, $4, $5)`),
+			runID, i, r.Metric, ok, string(doc))
+		if err != nil {
+			if isForeignKeyViolation(err) {
+				return fmt.Errorf("put thresholds of run %s: run %w", runID, ErrNotFound)
+			}
+			return fmt.Errorf("put thresholds of run %s: %w", runID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put thresholds of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error) {
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT result FROM thresholds WHERE run_id = $1 ORDER BY seq`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("read thresholds of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var rs []thresholds.Result
+	for rows.Next() {
+		var doc []byte
+		if err := rows.Scan(&doc); err != nil {
+			return nil, fmt.Errorf("read thresholds of run %s: %w", runID, err)
+		}
+		var r thresholds.Result
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return nil, fmt.Errorf("read thresholds of run %s: decode: %w", runID, err)
+		}
+		rs = append(rs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read thresholds of run %s: %w", runID, err)
+	}
+	return rs, nil
 }

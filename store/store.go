@@ -8,7 +8,7 @@
 //     schema is created or migrated to the current version.
 //  2. PutRun when a run starts, PutWindow as each window closes (one
 //     transaction each, upsert on (run, incarnation, index)), SetStatus at the end.
-//  3. Read back with GetRun, ListRuns, Windows and Findings.
+//  3. Read back with GetRun, ListRuns, Windows, Findings and Thresholds.
 //  4. A comparison: PutComparison when it starts, PutRound as each round
 //     starts and ends, PutComparison again with the equivalence result and
 //     verdicts, SetComparisonStatus at the end; GetComparison and
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -48,7 +49,7 @@ func (s Status) Done() bool { return s == Completed || s == Failed || s == Cance
 type Run struct {
 	ID     string `json:"id"`
 	Name   string `json:"name"` // the scenario's name
-	Kind   string `json:"kind"` // "drive" or "soak"
+	Kind   string `json:"kind"` // "drive", "soak" or "imported"
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"` // why it failed or was cancelled
 	// Scenario is the scenario's YAML as given, ${env:...} references unresolved.
@@ -63,9 +64,12 @@ type Run struct {
 	// (endpoints and ids), as JSON.
 	Environment  json.RawMessage `json:"environment,omitempty"`
 	Incarnations int             `json:"incarnations"`
-	CreatedAt    time.Time       `json:"created_at"`
-	StartedAt    time.Time       `json:"started_at,omitzero"`
-	EndedAt      time.Time       `json:"ended_at,omitzero"`
+	// FailOn is the severity (warning, critical) at or above which a
+	// finding fails the run's gate, as `run --fail-on` gave it ("": none).
+	FailOn    string    `json:"fail_on,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
@@ -107,6 +111,11 @@ type Store interface {
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
 	// Findings returns the run's findings in the order they were put.
 	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+
+	// PutThresholds replaces the run's judged thresholds.
+	PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error
+	// Thresholds returns the run's judged thresholds in the order they were put.
+	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
 
 	Comparisons
 

@@ -15,6 +15,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -64,9 +65,11 @@ func runSuite(t *testing.T, open backend) {
 		{"WindowUnknownRun", testWindowUnknownRun},
 		{"PutRunKeepsWindows", testPutRunKeepsWindows},
 		{"Findings", testFindings},
+		{"Thresholds", testThresholds},
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
+		{"UpgradeFromSchema4", testUpgradeFromSchema4},
 		{"ComparisonRoundTrip", testComparisonRoundTrip},
 		{"ComparisonMissing", testComparisonMissing},
 		{"ComparisonStatusAndList", testComparisonStatusAndList},
@@ -138,6 +141,7 @@ func testRunRoundTrip(t *testing.T, open backend) {
 	want.Environment = json.RawMessage(`{"provider":"local"}`)
 	want.ScenarioDir = "/home/soak/scenarios"
 	want.WorkflowID = "wf-1"
+	want.FailOn = "warning"
 	want.Incarnations = 2
 	want.StartedAt = t0.Add(time.Second)
 	mustPutRun(t, s, want)
@@ -446,6 +450,42 @@ func testFindings(t *testing.T, open backend) {
 	}
 }
 
+func testThresholds(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	mustPutRun(t, s, newRun("r1", t0))
+	v1, v2, idx := 182.5, 0.034, 7
+	first := []thresholds.Result{
+		{Threshold: "p99_ms{op=list} max 250", Metric: "p99_ms", Op: "list", Bound: "max", Limit: 250, Value: &v1, OK: true, Scope: "run"},
+		{Threshold: "error_rate max 0.01 (3 windows in a row)", Metric: "error_rate", Bound: "max", Limit: 0.01, Value: &v2,
+			Scope: "window", Windows: 3, Window: &idx, Incarnation: 1, Abort: true},
+		{Threshold: "cpu_us_per_request max 2000", Metric: "cpu_us_per_request", Bound: "max", Limit: 2000, Scope: "run",
+			Note: "no process probe readings"},
+	}
+	if err := s.PutThresholds(ctx, "r1", first); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Thresholds(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, first) {
+		t.Errorf("Thresholds:\n got %+v\nwant %+v", got, first)
+	}
+	if err := s.PutThresholds(ctx, "r1", first[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Thresholds(ctx, "r1"); !reflect.DeepEqual(got, first[2:]) {
+		t.Errorf("Thresholds after replace:\n got %+v\nwant %+v", got, first[2:])
+	}
+	if err := s.PutThresholds(ctx, "ghost", first); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PutThresholds(unknown run) error = %v, want ErrNotFound", err)
+	}
+	if got, err = s.Thresholds(ctx, "r2"); err != nil || len(got) != 0 {
+		t.Errorf("Thresholds(no such run) = %v, %v; want none, nil", got, err)
+	}
+}
+
 // Several openers of a new store at once (as several processes would be)
 // all succeed and apply each migration once.
 func testConcurrentOpen(t *testing.T, open backend) {
@@ -552,6 +592,36 @@ func testUpgradeFromSchema2(t *testing.T, open backend) {
 	}
 	if n, want := migrationRows(t, dsn), store.SchemaVersion(); n != want {
 		t.Errorf("schema_migrations has %d rows after the upgrade, want %d", n, want)
+	}
+}
+
+// testUpgradeFromSchema4: a store written before thresholds existed opens,
+// its runs read back with no fail_on, and thresholds can be stored.
+func testUpgradeFromSchema4(t *testing.T, open backend) {
+	dsn := open(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newRun("old", t0)
+	mustPutRun(t, s, old)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openSQL(t, dsn)
+	for _, q := range []string{`DROP TABLE thresholds`, `ALTER TABLE runs DROP COLUMN fail_on`, `DELETE FROM schema_migrations WHERE version = 5`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s = openDSN(t, dsn)
+	got, err := s.GetRun(ctx, "old")
+	if err != nil || !reflect.DeepEqual(got, old) {
+		t.Errorf("run written at schema 4:\n got %+v (%v)\nwant %+v", got, err, old)
+	}
+	if err := s.PutThresholds(ctx, "old", []thresholds.Result{{Metric: "rps", OK: true}}); err != nil {
+		t.Errorf("PutThresholds after the upgrade: %v", err)
 	}
 }
 

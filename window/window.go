@@ -190,6 +190,10 @@ type Window struct {
 	Gap bool `json:"gap,omitempty"`
 
 	Probes Probes `json:"probes"`
+	// Custom holds series that have no field of their own, by name: an
+	// imported k6 run's other metrics (see package interop). Nil for a
+	// soak.
+	Custom map[string]float64 `json:"custom,omitempty"`
 	// ProbeFailures lists the probes that were failing when the window
 	// closed, with their last error: why a Probes field is empty. Nil when
 	// every probe answered (or none ran).

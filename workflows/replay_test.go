@@ -10,7 +10,7 @@ import (
 // TestGenerateSoakHistories in cmd/longhaul): a change to SoakWorkflow that
 // is not guarded by workflow.GetVersion breaks soaks in flight, and fails here.
 func TestReplay(t *testing.T) {
-	for _, file := range []string{"testdata/soak-clean.json", "testdata/soak-cancelled.json"} {
+	for _, file := range []string{"testdata/soak-clean.json", "testdata/soak-cancelled.json", "testdata/soak-threshold-abort.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflows(r)

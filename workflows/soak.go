@@ -118,6 +118,8 @@ type soak struct {
 	st         SoakState
 	total      int
 	continuing bool
+	// stoppedBy says why a threshold with abort: true ended the run early.
+	stoppedBy string
 }
 
 // SoakWorkflow runs one soak. See the package doc.
@@ -187,6 +189,15 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		if err == nil {
 			s.st.Windows += dr.Windows
 			s.st.Gaps += dr.Gaps
+			// Version 1: a drive stopped by a failed threshold (abort: true)
+			// ends the run, completed, with the breach as its reason. Only
+			// such a drive asks for the version, so histories without one
+			// replay unchanged.
+			if dr.StoppedBy != "" && workflow.GetVersion(ctx, "threshold-abort", workflow.DefaultVersion, 1) >= 1 {
+				s.stoppedBy = dr.StoppedBy
+				s.st.NextIndex = max(s.st.NextIndex, dr.NextIndex)
+				break
+			}
 			if dr.NextIndex <= s.st.NextIndex {
 				break // the driver stopped short; do not spin
 			}
@@ -215,7 +226,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			return SoakResult{}, err
 		}
 	}
-	return s.result(store.Completed, ""), nil
+	return s.result(store.Completed, s.stoppedBy), nil
 }
 
 // provision brings up the next incarnation on the host queue.
@@ -289,7 +300,7 @@ func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	s.teardown(dctx)
 
-	res := s.result(store.Completed, "")
+	res := s.result(store.Completed, s.stoppedBy)
 	switch {
 	case ctx.Err() != nil || (runErr != nil && temporal.IsCanceledError(runErr)):
 		res = s.result(store.Cancelled, "cancelled by request")

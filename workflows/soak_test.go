@@ -452,3 +452,44 @@ func TestSoakAnalysesEveryEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestSoakStoppedByThreshold: a threshold with abort: true fails at window
+// 4 of 10; the drive stops, the environment is torn down, the analysis runs
+// and the run completes with the breach as its reason. The threshold's
+// result is stored with the run.
+func TestSoakStoppedByThreshold(t *testing.T) {
+	f := newFixture(t, 10)
+	f.in.Scenario = helloYAML + "thresholds:\n  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}\n"
+	f.drv.Shape = func(_, i int, w *window.Window) {
+		if i >= 3 {
+			w.LatencyMs.P50 = 25
+		}
+	}
+	var order []string
+	f.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		order = append(order, info.ActivityType.Name)
+	})
+	res, err := f.run()
+	if err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	reason := "stopped early: threshold p50_ms max 10 (2 windows in a row) failed with 25 in window 4"
+	want := SoakResult{RunID: "r1", Status: store.Completed, Reason: reason, Windows: 5, Incarnations: 1}
+	if res != want {
+		t.Errorf("result = %+v\nwant %+v", res, want)
+	}
+	if got, want := strings.Join(f.store.Statuses, ","), "running,completed: "+reason; got != want {
+		t.Errorf("statuses = %s, want %s", got, want)
+	}
+	if n := f.drv.CallCount(); n != 1 {
+		t.Errorf("%d drives, want 1: a stopped run is not driven again", n)
+	}
+	if got, want := strings.Join(order, ","), "Begin,HostQueue,Provision,SetStatus,Drive,Teardown,Analyze,SetStatus"; got != want {
+		t.Errorf("activities %s, want %s", got, want)
+	}
+	rs, _ := f.store.Thresholds(context.Background(), "r1")
+	if len(rs) != 1 || rs[0].OK || *rs[0].Window != 4 {
+		t.Errorf("stored thresholds %+v, want the one failed at window 4", rs)
+	}
+	f.checkNoRewrites(t)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -24,6 +25,7 @@ type Store struct {
 	runs     map[string]store.Run
 	windows  map[string]map[[2]int]window.Window
 	findings map[string][]analysis.Finding
+	judged   map[string][]thresholds.Result
 	comps    map[string]store.Comparison
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
@@ -38,6 +40,7 @@ func (s *Store) init() {
 		s.runs = map[string]store.Run{}
 		s.windows = map[string]map[[2]int]window.Window{}
 		s.findings = map[string][]analysis.Finding{}
+		s.judged = map[string][]thresholds.Result{}
 		s.comps = map[string]store.Comparison{}
 		s.Puts = map[string]int{}
 	}
@@ -152,6 +155,23 @@ func (s *Store) Findings(_ context.Context, runID string) ([]analysis.Finding, e
 	defer s.mu.Unlock()
 	s.init()
 	return slices.Clone(s.findings[runID]), nil
+}
+
+// PutThresholds implements store.Store.
+func (s *Store) PutThresholds(_ context.Context, runID string, rs []thresholds.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.judged[runID] = slices.Clone(rs)
+	return nil
+}
+
+// Thresholds implements store.Store.
+func (s *Store) Thresholds(_ context.Context, runID string) ([]thresholds.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.judged[runID]), nil
 }
 
 // Close implements store.Store.
@@ -352,6 +372,9 @@ type Driver struct {
 	// call number call (1-based). Returning an error stops the drive with
 	// it; it may block on ctx.
 	Before func(ctx context.Context, call int, index int) error
+	// Shape, if set, changes window index of call number call before it is
+	// handed to the sink (say, to give it latencies a threshold judges).
+	Shape func(call, index int, w *window.Window)
 }
 
 var _ activities.Driver = (*Driver)(nil)
@@ -361,7 +384,7 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 	d.mu.Lock()
 	d.Calls = append(d.Calls, req)
 	call := len(d.Calls)
-	before := d.Before
+	before, shape := d.Before, d.Shape
 	d.mu.Unlock()
 	length := req.Scenario.Load.Window.D()
 	total := int((req.Scenario.Load.Duration.D() + length - 1) / length)
@@ -378,6 +401,9 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 		w := window.Window{
 			Index: i, Start: start.Add(time.Duration(i) * length), End: start.Add(time.Duration(i+1) * length),
 			Requests: 100, OK: 100, Dropped: int64(call),
+		}
+		if shape != nil {
+			shape(call, i, &w)
 		}
 		if err := sink(w); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 )
 
 // analyzeFlags are the flags of longhaul analyze.
@@ -30,7 +31,8 @@ func (a *app) analyzeCmd() *cobra.Command {
 		Short: "Analyse a stored run again: leaks, collapses, error surges, throughput limits",
 		Long: `Analyze reads a stored run's windows, runs the analysis (the same one every
 soak runs when it ends), replaces the run's findings in the store with the new
-ones and prints them, after the probes that failed during the run.
+ones and prints them, after the probes that failed during the run; then it
+judges the scenario's thresholds again and stores and prints them too.
 
 The warm-up (windows excluded at the start of each incarnation) is the
 scenario's load.warmup unless --warmup is given. A run whose windows lack
@@ -85,9 +87,10 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", id, err)
 	}
+	sc := a.storedScenario(run)
 	warmup := f.warmup
 	if !warmupSet {
-		warmup = a.scenarioWarmup(run)
+		warmup = sc.Load.Warmup.D()
 	}
 	ws, err := st.Windows(ctx, id, store.AllWindows)
 	if err != nil {
@@ -107,9 +110,16 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 			return fmt.Errorf("store the findings of run %s in %s: %w", id, where, err)
 		}
 	}
+	rs, err := thresholds.Evaluate(sc.Thresholds, ws, warmup)
+	if err != nil {
+		return fmt.Errorf("judge the thresholds of run %s: %w", id, err)
+	}
+	if err := st.PutThresholds(ctx, id, rs); err != nil {
+		return fmt.Errorf("store the thresholds of run %s in %s: %w", id, where, err)
+	}
 	an := report.Analysis{
 		RunID: id, Windows: len(ws), Warmup: warmup,
-		ProbeProblems: report.ProbeProblems(ws), Findings: res.Findings,
+		ProbeProblems: report.ProbeProblems(ws), Findings: res.Findings, Thresholds: rs,
 	}
 	if format == report.JSON {
 		return report.WriteAnalysisJSON(a.stdout, an)
@@ -117,17 +127,20 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	return report.WriteAnalysisText(a.stdout, an)
 }
 
-// scenarioWarmup is the load.warmup of the run's stored scenario; 0, with a
-// note on stderr, when the run has none that parses.
-func (a *app) scenarioWarmup(run store.Run) time.Duration {
+// storedScenario is the run's stored scenario, for its load.warmup and
+// thresholds; an empty one, with a note on stderr, when the run has none
+// that parses (an imported run has none: that is no news).
+func (a *app) storedScenario(run store.Run) *scenarios.Scenario {
 	if run.Scenario == "" {
-		fmt.Fprintf(a.stderr, "longhaul: run %s has no stored scenario: no warm-up (set --warmup)\n", run.ID)
-		return 0
+		if run.Kind != "imported" {
+			fmt.Fprintf(a.stderr, "longhaul: run %s has no stored scenario: no warm-up (set --warmup), no thresholds\n", run.ID)
+		}
+		return &scenarios.Scenario{}
 	}
 	s, err := scenarios.Parse([]byte(run.Scenario), run.Name+".yaml")
 	if err != nil {
-		fmt.Fprintf(a.stderr, "longhaul: the stored scenario of run %s does not parse: no warm-up (set --warmup)\n", run.ID)
-		return 0
+		fmt.Fprintf(a.stderr, "longhaul: the stored scenario of run %s does not parse: no warm-up (set --warmup), no thresholds\n", run.ID)
+		return &scenarios.Scenario{}
 	}
-	return s.Load.Warmup.D()
+	return s
 }

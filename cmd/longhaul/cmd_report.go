@@ -14,30 +14,41 @@ import (
 // reportFlags are the flags of longhaul report.
 type reportFlags struct {
 	format string
+	failOn failOnFlag
 	storeFlags
 }
 
 func (a *app) reportCmd() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:     "report RUN_ID",
-		Short:   "Print a stored run: status, windows, summary, findings",
-		Example: "  longhaul report 0199a3c4-...\n  longhaul report 0199a3c4-... --format json",
+		Use:   "report RUN_ID",
+		Short: "Print a stored run: status, windows, summary, findings, thresholds and gate",
+		Long: `Report prints a stored run: its status, one line per window, the summary, the
+probe problems, the findings and, when the scenario has thresholds or the run
+was started with --fail-on, each threshold with its value and the gate. The
+gate is judged with the run's own --fail-on unless --fail-on is given here.
+The exit code is 0 whatever the gate says (see the "gate" line).`,
+		Example: "  longhaul report 0199a3c4-...\n  longhaul report 0199a3c4-... --format json\n  longhaul report 0199a3c4-... --fail-on critical",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.report(cmd.Context(), args[0], f)
+			return a.report(cmd.Context(), args[0], f, cmd.Flags().Changed("fail-on"))
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON: run, windows, summary, findings)")
+	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON: run, windows, summary, findings, gate)")
+	f.failOn.register(fs)
 	f.storeFlags.register(fs)
 	return cmd
 }
 
-func (a *app) report(ctx context.Context, id string, f reportFlags) error {
+func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bool) error {
 	format, err := report.ParseFormat(f.format)
 	if err != nil {
 		return badInputf("--format: %v", err)
+	}
+	failOn, err := f.failOn.severity()
+	if err != nil {
+		return err
 	}
 	if f.store == "" {
 		f.store = a.getenv("LONGHAUL_STORE")
@@ -62,10 +73,18 @@ func (a *app) report(ctx context.Context, id string, f reportFlags) error {
 	if err != nil {
 		return fmt.Errorf("read findings of run %s: %w", id, err)
 	}
+	rs, err := st.Thresholds(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read thresholds of run %s: %w", id, err)
+	}
+	if failOnSet {
+		run.FailOn = string(failOn)
+	}
 	rep, err := report.NewRunReport(run, ws, fs)
 	if err != nil {
 		return err
 	}
+	rep.SetThresholds(rs)
 	if format == report.JSON {
 		return report.WriteRunJSON(a.stdout, rep)
 	}

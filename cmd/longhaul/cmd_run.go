@@ -22,6 +22,7 @@ import (
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -37,6 +38,7 @@ type runFlags struct {
 	provider    string
 	targetEnv   []string
 	metricsAddr string
+	failOn      failOnFlag
 	storeFlags
 }
 
@@ -57,9 +59,16 @@ the store those workers write.
 
 Ctrl-C cancels the run (its environment is torn down, its windows kept); a
 second Ctrl-C stops following and leaves the run going. --detach only submits.
-Exit code: 0 completed, 1 failed or cancelled, 2 bad input.`,
+
+The scenario's thresholds are judged when the run ends (and those with
+abort: true as each window closes, ending the run early when one fails); the
+report lists each with its value, then the gate: passed, or failed because a
+threshold failed or a finding was at least as severe as --fail-on.
+Exit code: 0 completed and the gate passed, 1 failed or cancelled, 2 bad
+input, 3 completed but the gate failed.`,
 		Example: `  longhaul run scenarios/hello.yaml --duration 2m --window 10s
-  longhaul run soak.yaml --temporal 127.0.0.1:7233 --detach`,
+  longhaul run soak.yaml --temporal 127.0.0.1:7233 --detach
+  longhaul run soak.yaml --fail-on warning    # exit 3 on a warning or critical finding`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runSoak(cmd.Context(), args[0], f, cmd.Flags().Changed)
@@ -75,6 +84,7 @@ Exit code: 0 completed, 1 failed or cancelled, 2 bad input.`,
 	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	f.failOn.register(fs)
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -90,6 +100,7 @@ type soakPlan struct {
 	window    time.Duration
 	targetEnv map[string]string
 	format    report.Format
+	failOn    analysis.Severity
 	// detachNote is printed when the user detaches (a second Ctrl-C).
 	detachNote string
 }
@@ -100,6 +111,9 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	var err error
 	if p.format, err = report.ParseFormat(f.format); err != nil {
 		return p, badInputf("--format: %v", err)
+	}
+	if p.failOn, err = f.failOn.severity(); err != nil {
+		return p, err
 	}
 	switch f.provider {
 	case "", "local", "docker", "auto", "url":
@@ -239,7 +253,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	run := store.Run{
 		ID: id.String(), Name: p.scenario.Name, Kind: "soak", Status: store.Pending,
 		Scenario: string(p.source), ScenarioDir: p.dir, WorkflowID: "longhaul-soak-" + id.String(),
-		TargetURL: p.scenario.Environment.Target.URL, CreatedAt: time.Now(),
+		TargetURL: p.scenario.Environment.Target.URL, FailOn: string(p.failOn), CreatedAt: time.Now(),
 	}
 	if err := st.PutRun(ctx, run); err != nil {
 		return fmt.Errorf("record the run in %s: %w", svc.where, err)
@@ -328,14 +342,16 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 			if err := printNew(); err != nil {
 				return err
 			}
-			progress.Clear()
+			// Stop, not Clear: the summary below must not redraw the bar.
+			progress.Stop()
 			return a.finishReport(ctx, st, runID, p.format, out, totals.Summary(), report.ProbeProblems(failures))
 		}
 	}
 }
 
-// finishReport prints the end of a followed run and maps its status to the
-// exit code.
+// finishReport prints the end of a followed run — the summary, probe
+// problems, findings, thresholds and gate — and maps the outcome to the exit
+// code.
 func (a *app) finishReport(ctx context.Context, st store.Store, runID string, format report.Format, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
@@ -345,8 +361,12 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 	if err != nil {
 		return fmt.Errorf("read findings of run %s: %w", runID, err)
 	}
+	v, err := readVerdict(ctx, st, run, fs)
+	if err != nil {
+		return err
+	}
 	if format == report.JSON {
-		if err := writeReportObject(a.stdout, run, sum, fs, problems); err != nil {
+		if err := writeReportObject(a.stdout, run, sum, fs, problems, v); err != nil {
 			return err
 		}
 	} else {
@@ -360,11 +380,13 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 		fmt.Fprintf(a.stdout, "\nrun %s %s\n", run.ID, status)
 		report.WriteProbeProblems(a.stdout, problems)
 		report.WriteFindings(a.stdout, fs)
+		if v.gated() {
+			fmt.Fprintln(a.stdout)
+			report.WriteThresholds(a.stdout, v.thresholds)
+			report.WriteGate(a.stdout, v.gate)
+		}
 	}
-	if run.Status != store.Completed {
-		return errSilent{exitFailed}
-	}
-	return nil
+	return v.err()
 }
 
 // reportObject is the last NDJSON line of longhaul run --format json.
@@ -379,9 +401,15 @@ type reportObject struct {
 	// ProbeProblems: the probes that failed during the run (report.ProbeProblems).
 	ProbeProblems []report.ProbeProblem `json:"probe_problems,omitempty"`
 	Findings      []analysis.Finding    `json:"findings"`
+	// Thresholds (never null) and Gate ("passed" or "failed"), with the
+	// reasons a gate failed.
+	Thresholds  []thresholds.Result `json:"thresholds"`
+	Gate        string              `json:"gate"`
+	FailOn      string              `json:"fail_on,omitempty"`
+	GateReasons []string            `json:"gate_reasons,omitempty"`
 }
 
-func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []analysis.Finding, problems []report.ProbeProblem) error {
+func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []analysis.Finding, problems []report.ProbeProblem, v runVerdict) error {
 	// The summary has the shape of the drive's summary line, without its "type".
 	b, err := json.Marshal(report.SummaryJSON(sum))
 	if err != nil {
@@ -398,9 +426,11 @@ func writeReportObject(out io.Writer, run store.Run, sum window.Summary, fs []an
 	if fs == nil {
 		fs = []analysis.Finding{}
 	}
+	g := report.GateJSON(v.gate, v.thresholds)
 	line, err := json.Marshal(reportObject{
 		Type: "report", RunID: run.ID, Status: run.Status, Reason: run.Reason,
 		Windows: sum.Windows, Gaps: sum.Gaps, Summary: b, ProbeProblems: problems, Findings: fs,
+		Thresholds: g.Thresholds, Gate: g.Gate, FailOn: g.FailOn, GateReasons: g.Reasons,
 	})
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
@@ -67,6 +68,10 @@ func TestGenerateSoakHistories(t *testing.T) {
 			return ctx.Err()
 		}
 		return nil
+	}, Shape: func(call, index int, w *window.Window) {
+		if call == 3 && index >= 1 { // the soak stopped by a threshold: slow from window 1
+			w.LatencyMs.P50 = 50
+		}
 	}}
 	acts := &activities.Activities{
 		Store: &activitiestest.Store{}, Provisioner: &activitiestest.Provisioner{}, Driver: drv,
@@ -78,8 +83,11 @@ func TestGenerateSoakHistories(t *testing.T) {
 	}
 	defer w.Stop()
 
-	start := func(id string) client.WorkflowRun {
+	start := func(id string, scenario ...string) client.WorkflowRun {
 		in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 4 * time.Second, Window: time.Second}
+		if len(scenario) > 0 {
+			in.Scenario = scenario[0]
+		}
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 		if err != nil {
 			t.Fatal(err)
@@ -101,6 +109,13 @@ func TestGenerateSoakHistories(t *testing.T) {
 		t.Fatal("cancelled soak ended without an error")
 	}
 	writeHistory(t, c, "replay-cancelled", "soak-cancelled.json")
+
+	stopped := start("replay-threshold-abort", replayScenario+"thresholds:\n  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}\n")
+	var res workflows.SoakResult
+	if err := stopped.Get(ctx, &res); err != nil || res.Reason == "" {
+		t.Fatalf("soak stopped by a threshold: %+v, %v", res, err)
+	}
+	writeHistory(t, c, "replay-threshold-abort", "soak-threshold-abort.json")
 }
 
 func writeHistory(t *testing.T, c client.Client, id, file string) {

@@ -12,6 +12,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -39,6 +40,7 @@ ops:
 		{"no file", []string{"run"}, "accepts 1 arg"},
 		{"bad format", []string{"run", ok, "--format", "xml"}, "--format"},
 		{"bad provider", []string{"run", ok, "--provider", "cloud"}, "--provider"},
+		{"bad fail-on", []string{"run", ok, "--fail-on", "info"}, "--fail-on"},
 		{"bad target env", []string{"run", ok, "--target-env", "NOEQUALS"}, "--target-env"},
 		{"window longer than run", []string{"run", ok, "--duration", "5s", "--window", "10s"}, "--window"},
 		{"zero duration", []string{"run", ok, "--duration", "0s"}, "--duration"},
@@ -121,20 +123,24 @@ func TestRunsAndReport(t *testing.T) {
 func TestReportObject(t *testing.T) {
 	var b strings.Builder
 	run := store.Run{ID: "r", Status: store.Failed, Reason: "target stopped answering: refused"}
-	if err := writeReportObject(&b, run, window.Summary{Windows: 3, Gaps: 1}, nil, nil); err != nil {
+	g, _ := report.JudgeRun(run, nil, nil)
+	if err := writeReportObject(&b, run, window.Summary{Windows: 3, Gaps: 1}, nil, nil, runVerdict{run: run, gate: g}); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any
 	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]any{"type": "report", "run_id": "r", "status": "failed", "windows": 3.0, "gaps": 1.0} {
+	for key, want := range map[string]any{"type": "report", "run_id": "r", "status": "failed", "windows": 3.0, "gaps": 1.0, "gate": "failed"} {
 		if got[key] != want {
 			t.Errorf("%s = %v, want %v", key, got[key], want)
 		}
 	}
 	if fs, ok := got["findings"].([]any); !ok || len(fs) != 0 {
 		t.Errorf("findings = %v, want []", got["findings"])
+	}
+	if ts, ok := got["thresholds"].([]any); !ok || len(ts) != 0 {
+		t.Errorf("thresholds = %v, want []", got["thresholds"])
 	}
 	sum, _ := got["summary"].(map[string]any)
 	if _, has := sum["type"]; has || sum["windows"] != 3.0 {

@@ -67,7 +67,13 @@ func soakTarget(t *testing.T) string {
 // windows × 1 s.
 func localScenario(t *testing.T, windows int) string {
 	t.Helper()
-	return writeScenario(t, fmt.Sprintf(`name: e2e
+	return writeScenario(t, localScenarioYAML(t, windows))
+}
+
+// localScenarioYAML is localScenario's YAML.
+func localScenarioYAML(t *testing.T, windows int) string {
+	t.Helper()
+	return fmt.Sprintf(`name: e2e
 load: {vus: 2, duration: %ds, window: 1s, timeout: 2s}
 environment:
   provider: local
@@ -79,7 +85,7 @@ ops:
   - name: get
     weight: 1
     request: {method: GET, path: /items}
-`, windows, soakTarget(t)))
+`, windows, soakTarget(t))
 }
 
 func freeTCPPort(t *testing.T) int {

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"math"
 	"runtime"
+	"slices"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cpuBurner burns a fixed amount of CPU work per request: the
@@ -37,36 +38,43 @@ var (
 	itersPerMicro float64
 )
 
-// threadCPU is the calling OS thread's CPU time.
+// threadCPU is the calling OS thread's CPU time, from the scheduler's
+// exact accounting (CLOCK_THREAD_CPUTIME_ID; getrusage's is tick-sampled
+// and far too coarse for runs of milliseconds).
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }
 
-// calibrate measures iterations per CPU microsecond: several short runs on
-// one locked thread, keeping the fastest (the least disturbed).
+// calibrate measures iterations per CPU microsecond: the median of several
+// ~5 ms runs on one locked thread. Thread CPU time does not count the time
+// the thread waited for a core, so a busy machine does not skew it.
 func calibrate() float64 {
 	calibrateOnce.Do(func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		n := 200_000
-		best := 0.0
-		for range 7 {
+		n := 100_000
+		var rates []float64
+		for range 9 {
 			t0 := threadCPU()
 			burnSink += spin(n)
 			d := threadCPU() - t0
 			if d <= 0 {
-				n *= 4 // the thread clock ticks coarser than this run
 				continue
 			}
-			best = max(best, float64(n)/float64(d.Microseconds()+1))
-			// Aim each run at ~10 ms of CPU.
-			n = int(math.Max(1e5, best*10_000))
+			rate := float64(n) / (float64(d) / float64(time.Microsecond))
+			rates = append(rates, rate)
+			n = max(100_000, int(rate*5000))
 		}
-		itersPerMicro = best
+		if len(rates) == 0 {
+			itersPerMicro = 100 // no thread clock: a rough guess beats none
+			return
+		}
+		slices.Sort(rates)
+		itersPerMicro = rates[len(rates)/2]
 	})
 	return itersPerMicro
 }

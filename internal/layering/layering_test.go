@@ -22,6 +22,8 @@ var forbidden = map[string][]string{
 	"store":      {"go.temporal.io/", "github.com/testcontainers/"},
 	"report":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"charts":     {"go.temporal.io/", "github.com/testcontainers/"},
+	"thresholds": {"go.temporal.io/", "github.com/testcontainers/"},
+	"interop":    {"go.temporal.io/", "github.com/testcontainers/"},
 	"provision":  {"go.temporal.io/"},
 	"workflows":  {"go.temporal.io/server/", "github.com/testcontainers/"},
 	"activities": {"go.temporal.io/server/", "github.com/testcontainers/"},
