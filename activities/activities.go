@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -35,6 +36,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/netns"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
@@ -129,13 +131,22 @@ type Environment struct {
 	Incarnation int    `json:"incarnation"`
 	Provider    string `json:"provider"`
 	Host        string `json:"host"`
-	// TargetURL is the loopback base URL the driver sends load to.
-	TargetURL   string `json:"target_url"`
-	PID         int    `json:"pid,omitempty"`
-	ContainerID string `json:"container_id,omitempty"`
-	DatabaseURL string `json:"database_url,omitempty"`
+	// TargetURL is the target's base URL on this host's loopback (a
+	// container's published port).
+	TargetURL string `json:"target_url"`
+	// Route is how the driver and the probes reach the target: "netns"
+	// (inside the target container's network namespace, at NetNS.URL),
+	// "published-port" (at TargetURL), "" for a target whose TargetURL is
+	// the process itself. A worker that cannot enter NetNS falls back to
+	// TargetURL and says so in its log.
+	Route       string        `json:"route,omitempty"`
+	NetNS       *netns.Target `json:"netns,omitempty"`
+	PID         int           `json:"pid,omitempty"`
+	ContainerID string        `json:"container_id,omitempty"`
+	DatabaseURL string        `json:"database_url,omitempty"`
 	// EnvDir is the environment's own directory on this host (the local
-	// provider's; "" for a container), for {{.EnvDir}} in probe paths.
+	// provider's; a container's environment volume), for {{.EnvDir}} in
+	// probe paths.
 	EnvDir string `json:"env_dir,omitempty"`
 	// Ports maps each published target port (ProvisionRequest.Publish) to
 	// its 127.0.0.1 port on this host; nil when the target's ports are this
@@ -164,6 +175,9 @@ type DriveRequest struct {
 	// FirstIndex is the index of the first window to emit.
 	FirstIndex int
 	TargetURL  string
+	// Dial, when set, opens the driver's connections (inside the target
+	// container's network namespace, where TargetURL is its loopback).
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Scenario is parsed, with the run's overrides applied to Load; its
 	// ${env:...} references are still unresolved.
 	Scenario *scenarios.Scenario
@@ -400,7 +414,7 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 		_ = a.Provisioner.Teardown(context.WithoutCancel(ctx), env)
 		return Environment{}, fmt.Errorf("provision run %s: record environment: %w", in.RunID, err)
 	}
-	a.logger().Info("environment up", "run", in.RunID, "incarnation", in.Incarnation, "env", env.ID, "target", env.TargetURL)
+	a.logger().Info("environment up", "run", in.RunID, "incarnation", in.Incarnation, "env", env.ID, "target", env.TargetURL, "route", env.Route)
 	return env, nil
 }
 

@@ -188,10 +188,12 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		return nil
 	}
 
-	log.Info("driving", "first", first, "total", in.Total, "target", in.Env.TargetURL)
+	route := openRoute(in.Env, log, "driver")
+	defer route.Close()
+	log.Info("driving", "first", first, "total", in.Total, "target", route.URL, "in_namespace", route.inNamespace())
 	err = a.Driver.Drive(driveCtx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
-		TargetURL: in.Env.TargetURL, Scenario: s, Logger: log,
+		TargetURL: route.URL, Dial: route.Dial, Scenario: s, Logger: log,
 	}, sink)
 	var tf errTargetFailed
 	switch {

@@ -41,11 +41,15 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 	if err != nil {
 		return fmt.Errorf("%w: target URL %q: %v", ErrBadInput, req.TargetURL, err)
 	}
-	_, err = driver.Run(ctx, driver.Options{
+	opts := driver.Options{
 		Target: u, Plan: plan, Load: req.Scenario.Load,
 		RunID: req.RunID, Incarnation: req.Incarnation, FirstIndex: req.FirstIndex,
 		Metrics: d.Metrics, Logger: req.Logger,
-	}, sink)
+	}
+	if req.Dial != nil {
+		opts.Dialer = driver.DialerFunc(req.Dial)
+	}
+	_, err = driver.Run(ctx, opts, sink)
 	if errors.Is(err, driver.ErrInvalid) {
 		return fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
@@ -58,18 +62,25 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 // window.Window.ProbeFailures, so the run report can say why a reading is
 // missing; the sampler itself logs each failing probe once.
 //
-// A container's Node.js inspector: probes.heap.inspector.port names the
-// port inside the container. Activities.Provision asks the provider to
-// publish it on 127.0.0.1 (PublishedPorts) and the probe talks to the
-// published port (Environment.Ports). If it was not published the inspector
-// probe is left out and every window says so.
+// The probes that talk to the target (heap metric, GC hook, inspector) take
+// the driver's route: inside a container's network namespace on the netns
+// route (Environment.NetNS), where the inspector is reached at its port in
+// the container. Otherwise, for a container's Node.js inspector,
+// Activities.Provision asks the provider to publish its port on 127.0.0.1
+// (PublishedPorts) and the probe talks to the published port
+// (Environment.Ports); if it was not published the inspector probe is left
+// out and every window says so.
 func ServerProbes(logger *slog.Logger) ProberFactory {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	return func(ctx context.Context, env Environment, spec scenarios.Probes) (Prober, error) {
 		var static []window.ProbeFailure
-		spec, unpublished := inspectorOnHost(env, spec)
+		route := openRoute(env, logger, "probes")
+		var unpublished *window.ProbeFailure
+		if !route.inNamespace() {
+			spec, unpublished = inspectorOnHost(env, spec)
+		}
 		if unpublished != nil {
 			static = append(static, *unpublished)
 		}
@@ -82,14 +93,15 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			logger.Warn("probe unavailable", "probe", f.Probe, "err", f.Error)
 		}
 		s, err := probes.New(probes.Config{
-			Spec: spec, TargetURL: env.TargetURL, PID: env.PID, ContainerID: env.ContainerID,
+			Spec: spec, TargetURL: route.URL, Dial: route.Dial, PID: env.PID, ContainerID: env.ContainerID,
 			DatabaseURL: env.DatabaseURL, SQLitePath: sqlitePath, Logger: logger,
 		})
 		if err != nil {
+			route.Close()
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
 		s.Start(ctx)
-		return &serverProber{s: s, static: static}, nil
+		return &serverProber{s: s, route: route, static: static}, nil
 	}
 }
 
@@ -189,6 +201,7 @@ func shortContainerID(id string) string {
 type serverProber struct {
 	s      *probes.Sampler
 	static []window.ProbeFailure // failures known at start that last the whole drive
+	route  targetRoute
 }
 
 var _ Prober = (*serverProber)(nil)
@@ -201,7 +214,11 @@ func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
 	w.ProbeFailures = append(w.ProbeFailures, p.static...)
 }
 
-func (p *serverProber) Close() error { return p.s.Close() }
+func (p *serverProber) Close() error {
+	err := p.s.Close()
+	p.route.Close()
+	return err
+}
 
 // Findings is the real Analyzer: analysis.Analyze with its default options
 // and the scenario's warm-up.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -40,6 +41,7 @@ type endpoint struct {
 	host     []byte // "Host: ...\r\n"
 	basePath []byte // target URL path without a trailing slash ("" or "/api")
 	dialer   net.Dialer
+	custom   Dialer // Options.Dialer; nil: dialer
 }
 
 // httpConn is one keep-alive HTTP/1.1 connection, owned by one VU and never
@@ -100,14 +102,22 @@ func (h *httpConn) do(req *scenarios.Rendered, wantBody bool, deadline time.Time
 }
 
 func (h *httpConn) dial(deadline time.Time) window.Class {
-	d := h.ep.dialer
-	d.Deadline = deadline
-	c, err := d.Dial("tcp", h.ep.addr)
+	var c net.Conn
+	var err error
+	if h.ep.custom != nil {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		c, err = h.ep.custom.DialContext(ctx, "tcp", h.ep.addr)
+		cancel()
+	} else {
+		d := h.ep.dialer
+		d.Deadline = deadline
+		c, err = d.Dial("tcp", h.ep.addr)
+	}
 	if err != nil {
 		return classify(err)
 	}
 	h.conn, h.rd, h.wr = c, c, c
-	if rawSocketIO {
+	if _, ok := c.(syscall.Conn); ok && rawSocketIO {
 		sock, err := newSockIO(c)
 		if err != nil {
 			_ = c.Close()

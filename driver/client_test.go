@@ -213,6 +213,11 @@ func rawServer(tb testing.TB, resp string) string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { ln.Close() })
+	return rawServerOn(ln, resp)
+}
+
+// rawServerOn is rawServer on a listener of the caller's.
+func rawServerOn(ln net.Listener, resp string) string {
 	go func() {
 		for {
 			c, err := ln.Accept()

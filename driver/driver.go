@@ -105,7 +105,34 @@ type Options struct {
 	Logger *slog.Logger
 	// Seed makes op picking reproducible; 0 picks a random seed.
 	Seed uint64
+	// Dialer opens the connections to Target's address; nil means a plain
+	// net.Dialer. A netns.Namespace opens them inside a container's network
+	// namespace, where Target is the container's own loopback. Connections
+	// are kept alive, so it is called about once per VU, not per request.
+	Dialer Dialer
 }
+
+// Dialer opens a TCP connection, as net.Dialer.DialContext does. address
+// is the target URL's loopback IP and port; ctx carries the request's
+// deadline. The connection should be a *net.TCPConn (or another
+// syscall.Conn) for the driver's raw socket I/O; any other net.Conn works
+// through its own Read and Write.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// DialerFunc adapts a function to Dialer.
+type DialerFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// DialContext calls f.
+func (f DialerFunc) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return f(ctx, network, address)
+}
+
+var (
+	_ Dialer = (*net.Dialer)(nil)
+	_ Dialer = DialerFunc(nil)
+)
 
 // Result describes a finished Run.
 type Result struct {
@@ -283,6 +310,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep.custom = opts.Dialer
 	weights := make([]int, len(opts.Plan.Ops))
 	for i, a := range opts.Plan.Ops {
 		weights[i] = a.Weight

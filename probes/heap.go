@@ -16,11 +16,13 @@ import (
 const maxMetricsBytes = 8 << 20
 
 // newHTTPClient returns the client probes use to talk to the target: no
-// proxy (the target is on loopback), a couple of kept-alive connections.
-func newHTTPClient() *http.Client {
+// proxy (the target is on loopback), a couple of kept-alive connections,
+// opened by dial (Config.Dial) when it is not nil.
+func newHTTPClient(dial DialFunc) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:               nil,
+			DialContext:         dial,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     2 * time.Minute,
 		},
@@ -40,7 +42,7 @@ type MetricScraper struct {
 
 // NewMetricScraper returns a scraper of metric name at url.
 func NewMetricScraper(url, name string) *MetricScraper {
-	return &MetricScraper{URL: url, Name: name, client: newHTTPClient()}
+	return &MetricScraper{URL: url, Name: name, client: newHTTPClient(nil)}
 }
 
 // Read fetches the page and returns the metric's value (the sum over its
@@ -89,7 +91,7 @@ type GCHookClient struct {
 
 // NewGCHookClient returns a client of the hook at url.
 func NewGCHookClient(url string) *GCHookClient {
-	return &GCHookClient{URL: url, client: newHTTPClient()}
+	return &GCHookClient{URL: url, client: newHTTPClient(nil)}
 }
 
 // ErrNoHeapBytes is returned when a GC hook's answer lacks "heap_bytes".

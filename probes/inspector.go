@@ -38,7 +38,7 @@ type InspectorClient struct {
 // NewInspectorClient returns a client of the inspector at addr (host:port).
 // It does not connect.
 func NewInspectorClient(addr string) *InspectorClient {
-	return &InspectorClient{Addr: addr, http: newHTTPClient()}
+	return &InspectorClient{Addr: addr, http: newHTTPClient(nil)}
 }
 
 // ErrInspectorClosed is returned by calls after Close.

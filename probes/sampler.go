@@ -69,6 +69,12 @@ type Config struct {
 	// its cgroup through the Docker API. With both, ContainerID wins.
 	PID         int
 	ContainerID string
+	// Dial opens the connections to the target for the heap metric, the GC
+	// hook and the inspector; nil means a plain net.Dialer. With a dialer
+	// that connects inside the target container's network namespace
+	// (netns.Namespace.DialContext), TargetURL and the inspector's host and
+	// port are addresses in that namespace.
+	Dial DialFunc
 	// DatabaseURL is a PostgreSQL DSN reachable from this host, "" if none.
 	DatabaseURL string
 	// SQLitePath is the rendered probes.database.sqlite, a path on this host
@@ -94,6 +100,9 @@ type Config struct {
 	// reminder per ReminderInterval); nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// DialFunc opens a TCP connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
 // Sampler takes the server-side readings of a run, window by window. Create
 // it with New, call Start when load starts and Sample when each window
@@ -236,6 +245,7 @@ func New(cfg Config) (*Sampler, error) {
 				return nil, bad("probes.heap.metric.name %q: not a Prometheus metric name (letters, digits, _ and :, not starting with a digit)", name)
 			}
 			s.metric = NewMetricScraper(joinURL(base, path), name)
+			s.metric.client = newHTTPClient(cfg.Dial)
 			s.add(ProbeMetric, s.readMetric, nil)
 		}
 		if g := h.GCHook; g != nil {
@@ -248,6 +258,7 @@ func New(cfg Config) (*Sampler, error) {
 			}
 			s.hookEvery = cmpOr(g.Every, DefaultGCHookEvery)
 			s.hook = NewGCHookClient(joinURL(base, path))
+			s.hook.client = newHTTPClient(cfg.Dial)
 			s.add(ProbeGCHook, s.readGCHook, func(w *window.Window) bool { return everyN(w.Index, s.hookEvery) })
 		}
 		if in := h.Inspector; in != nil {
@@ -266,6 +277,7 @@ func New(cfg Config) (*Sampler, error) {
 			}
 			s.inspEvery = cmpOr(in.Every, DefaultInspectorEvery)
 			s.insp = NewInspectorClient(net.JoinHostPort(host, strconv.Itoa(port)))
+			s.insp.http = newHTTPClient(cfg.Dial)
 			s.add(ProbeInspector, s.readInspector, func(w *window.Window) bool { return everyN(w.Index, s.inspEvery) })
 		}
 	}

@@ -59,6 +59,9 @@ var (
 // and is one line naming the local provider.
 func NewDocker(ctx context.Context, opts Options) (*Docker, error) {
 	opts = opts.withDefaults()
+	if err := checkRoute(opts.Route); err != nil {
+		return nil, err
+	}
 	lg := tcLogger{opts.Logger}
 	configureTestcontainers(lg)
 	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(lg))
@@ -392,6 +395,9 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		env.Ports[cp] = int(m.Num())
 	}
 	log.Info("target ready", "url", env.TargetURL, "container", shortID(env.Target.ContainerID))
+	if err := d.chooseRoute(ctx, &env, port, log); err != nil {
+		return env, err
+	}
 	return env, nil
 }
 
@@ -706,7 +712,8 @@ func shortID(id string) string {
 }
 
 // Check reports whether the target (and database) containers are running
-// and the target's published port accepts connections.
+// and the target accepts connections by its route (inside its network
+// namespace, or at its published port).
 func (d *Docker) Check(ctx context.Context, env Environment) error {
 	for _, id := range []string{env.Target.ContainerID, dbContainer(env)} {
 		if id == "" {
@@ -723,7 +730,7 @@ func (d *Docker) Check(ctx context.Context, env Environment) error {
 			return fmt.Errorf("%w: container %s of %s is not running", ErrGone, shortID(id), env.ID)
 		}
 	}
-	if err := dialURL(ctx, env.TargetURL); err != nil {
+	if err := dialTarget(ctx, env); err != nil {
 		return fmt.Errorf("%w: target %s: %v", ErrGone, env.TargetURL, err)
 	}
 	return nil

@@ -145,6 +145,14 @@ func TestDockerTargetWithPostgres(t *testing.T) {
 	if got := get(t, env.TargetURL+"/dial?addr=db:5432"); got != "ok\n" {
 		t.Errorf("target cannot reach db:5432 on the run's network: %q", got)
 	}
+	// The driver's route: the container's own loopback, which still reaches
+	// the database on the run's network.
+	if env.Route != RouteNetNS || env.NetNS == nil {
+		t.Fatalf("route %q, netns %+v, notes %q: want %s", env.Route, env.NetNS, env.Notes, RouteNetNS)
+	}
+	if got := getInNamespace(t, *env.NetNS, "/dial?addr=db:5432"); got != "ok\n" {
+		t.Errorf("through the namespace: target cannot reach db:5432: %q", got)
+	}
 	if !d.imagePresent(ctx, DefaultPostgresImage) && (db.Image != OfflinePostgresImage || len(env.Notes) == 0) {
 		t.Errorf("database image %q, notes %q: want the offline fallback noted", db.Image, env.Notes)
 	}

@@ -322,8 +322,16 @@ func TestLocalSurvivesOwnerDeath(t *testing.T) {
 // the Environment it prints, and kills it with SIGKILL.
 func provisionInHelper(t *testing.T, provider, data string, r Request) Environment {
 	t.Helper()
+	return provisionInHelperVia(t, nil, provider, data, r)
+}
+
+// provisionInHelperVia is provisionInHelper with the helper started by the
+// command prefix (such as setpriv dropping a capability).
+func provisionInHelperVia(t *testing.T, prefix []string, provider, data string, r Request) Environment {
+	t.Helper()
 	req, _ := json.Marshal(r)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	argv := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helperEnv+"=provision", "LONGHAUL_TEST_DATA="+data, "LONGHAUL_TEST_PROVIDER="+provider)
 	cmd.Stdin = strings.NewReader(string(req))
 	out, err := cmd.StdoutPipe()

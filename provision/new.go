@@ -31,6 +31,9 @@ func New(kind string, opts Options) (Provisioner, error) {
 	if err := checkKind(kind); err != nil {
 		return nil, err
 	}
+	if err := checkRoute(opts.Route); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	return &chooser{kind: kind, opts: opts, local: NewLocal(opts)}, nil
 }
@@ -204,6 +207,12 @@ func checkURL(ctx context.Context, env Environment) error {
 
 // dialURL opens (and closes) a TCP connection to rawURL's host and port.
 func dialURL(ctx context.Context, rawURL string) error {
+	var d net.Dialer
+	return dialURLWith(ctx, rawURL, d.DialContext)
+}
+
+// dialURLWith is dialURL through dial.
+func dialURLWith(ctx context.Context, rawURL string, dial func(ctx context.Context, network, address string) (net.Conn, error)) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return err
@@ -218,8 +227,7 @@ func dialURL(ctx context.Context, rawURL string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", host)
+	conn, err := dial(ctx, "tcp", host)
 	if err != nil {
 		return err
 	}

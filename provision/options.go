@@ -94,6 +94,12 @@ type Options struct {
 	PullTimeout time.Duration
 	// Hostname is recorded in Environment.Host. Default os.Hostname().
 	Hostname string
+	// Route chooses how docker targets are reached (Environment.Route): ""
+	// or "auto" for RouteNetNS wherever it is possible (else the published
+	// port, noted); RouteNetNS to fail a provision where it is not;
+	// RoutePublishedPort to always use the published port (to compare the
+	// two, or to rule the namespace route out when diagnosing).
+	Route string
 }
 
 func (o Options) withDefaults() Options {

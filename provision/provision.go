@@ -69,6 +69,20 @@
 // context directory to the engine, so no worktree is touched (submodules and
 // LFS files are not included). Since ports are published on 127.0.0.1, a
 // worker that runs in a container must share the host's network namespace.
+//
+// The route to a docker target (Environment.Route): the driver and the
+// probes do not go through the published port when they can help it, since
+// docker's userland proxy relays every byte of it and costs the measured
+// host ~125 µs of CPU per request. Instead they open their connections
+// inside the target container's network namespace (package netns), on the
+// container's own 127.0.0.1: RouteNetNS, with Environment.NetNS. That needs
+// CAP_SYS_ADMIN, the container's pid visible in this pid namespace, and a
+// target listening on 0.0.0.0, :: or a loopback address inside its
+// container; where any of these is missing, the route is RoutePublishedPort
+// and the reason is logged once and kept in Environment.Notes.
+// Options.Route = RoutePublishedPort forces the published port. Either way
+// the published 127.0.0.1 port exists and Environment.TargetURL names it.
+//
 // Both providers first remove what an earlier attempt at the same run
 // incarnation left, so a retried Provision starts clean.
 //
@@ -88,6 +102,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/netns"
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
@@ -120,8 +135,17 @@ type Environment struct {
 	Host        string    `json:"host"`     // hostname of the machine it runs on
 	CreatedAt   time.Time `json:"created_at"`
 
-	// TargetURL is the loopback base URL the driver sends load to.
+	// TargetURL is the target's base URL on this host's loopback (for a
+	// docker target, its published port).
 	TargetURL string `json:"target_url"`
+	// Route is how the driver and the probes reach a docker target:
+	// RouteNetNS (inside its container's network namespace, at NetNS.URL)
+	// or RoutePublishedPort (at TargetURL); "" for other providers, whose
+	// TargetURL is the target itself.
+	Route string `json:"route,omitempty"`
+	// NetNS is where the target listens inside its container's network
+	// namespace, when Route is RouteNetNS.
+	NetNS *netns.Target `json:"netns,omitempty"`
 	// Target identifies the target for probes and teardown.
 	Target Process `json:"target"`
 

@@ -17,7 +17,13 @@ type recordedEnvironment struct {
 	Image       string  `json:"image"`
 	Commit      string  `json:"commit"`
 	Network     string  `json:"network"`
-	Database    *struct {
+	TargetURL   string  `json:"target_url"`
+	Route       string  `json:"route"`
+	NetNS       *struct {
+		ID  string `json:"id"`
+		URL string `json:"url"`
+	} `json:"netns"`
+	Database *struct {
 		Kind    string  `json:"kind"`
 		URL     string  `json:"url"`
 		Image   string  `json:"image"`
@@ -47,7 +53,8 @@ func (p process) String() string {
 
 // environmentLines describes a run's recorded environment in a few lines:
 // provider, host and incarnation; the target's container or process, image
-// and commit; the database's DSN (as recorded: without its password) and
+// and commit; the route the driver took to a container (inside its network
+// namespace, or its published port); the database's DSN (as recorded: without its password) and
 // container or process; the provider's notes. Nothing for a run without one
 // or a bare URL target.
 func environmentLines(raw json.RawMessage) []string {
@@ -81,6 +88,12 @@ func environmentLines(raw json.RawMessage) []string {
 	}
 	if len(target) > 0 {
 		lines = append(lines, "  target:   "+strings.Join(target, ", "))
+	}
+	switch {
+	case e.Route == "netns" && e.NetNS != nil:
+		lines = append(lines, "  route:    "+e.NetNS.URL+" inside the container's network namespace "+e.NetNS.ID)
+	case e.Route != "":
+		lines = append(lines, "  route:    "+e.Route+" "+e.TargetURL)
 	}
 	if db := e.Database; db != nil {
 		var about []string

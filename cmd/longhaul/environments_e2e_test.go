@@ -207,14 +207,20 @@ func (d demoRun) checkCompleted(t *testing.T, windows int) {
 // TestDemoSoakDocker: the demo target and PostgreSQL in containers. The run
 // completes, its windows have requests and no errors, the record names the
 // environment (without the database password), `longhaul report` shows it,
-// and nothing labelled with the run is left.
+// and nothing labelled with the run is left. The load went inside the
+// target container's network namespace: docker-proxy stayed idle
+// (route_e2e_test.go).
 func TestDemoSoakDocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak in containers")
 	}
 	requireDocker(t)
-	d := runDemo(t, 8, "--provider", "docker")
+	mark := strconv.FormatInt(time.Now().UnixNano(), 36)
+	proxy := watchProxy(t, mark)
+	d := runDemo(t, 8, "--provider", "docker", "--target-env", "LONGHAUL_TEST_MARK="+mark)
+	pid, ticks := proxy.finish()
 	d.checkCompleted(t, 8)
+	checkProxyQuiet(t, d.run, pid, ticks)
 	e := envOf(t, d.run)
 	if e.Provider != "docker" || e.Image != "longhaul/demo-target:latest" || e.Target.ContainerID == "" || e.Database.Process.ContainerID == "" {
 		t.Errorf("recorded environment %s: want docker, the demo image and both container ids", d.run.Environment)

@@ -26,6 +26,13 @@ import (
 // temporalDir is the embedded server's directory under the data directory.
 const temporalDir = "temporal"
 
+// dockerRouteEnv chooses how a worker reaches docker targets
+// (provision.Options.Route): unset or "auto" for inside the container's
+// network namespace where possible, "published-port" for docker's published
+// port (the route before issue 9; bench/docker compares the two), "netns"
+// to fail where the namespace route is impossible.
+const dockerRouteEnv = "LONGHAUL_DOCKER_ROUTE"
+
 // logger is the commands' slog logger: warnings and errors on stderr.
 func (a *app) logger() *slog.Logger {
 	level := slog.LevelWarn
@@ -64,7 +71,7 @@ func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log 
 // analysis, store) into a worker on the general and this host's queues.
 // First it sweeps the leftovers of runs that are over (sweepAtStart).
 func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, set *metrics.Set, log *slog.Logger) (*workflows.Worker, error) {
-	prov, err := provision.New("", provision.Options{DataDir: dataDir, Logger: log})
+	prov, err := provision.New("", provision.Options{DataDir: dataDir, Logger: log, Route: a.getenv(dockerRouteEnv)})
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
@@ -126,7 +133,8 @@ func toActivityEnv(e provision.Environment) (activities.Environment, error) {
 	}
 	out := activities.Environment{
 		ID: e.ID, RunID: e.RunID, Incarnation: e.Incarnation, Provider: e.Provider, Host: e.Host,
-		TargetURL: e.TargetURL, PID: e.Target.PID, ContainerID: e.Target.ContainerID, Ports: e.Ports, Raw: raw,
+		TargetURL: e.TargetURL, Route: e.Route, NetNS: e.NetNS,
+		PID: e.Target.PID, ContainerID: e.Target.ContainerID, Ports: e.Ports, Raw: raw,
 	}
 	if e.Database != nil {
 		out.DatabaseURL = e.Database.URL

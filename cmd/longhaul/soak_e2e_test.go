@@ -113,8 +113,9 @@ func startProc(t *testing.T, args ...string) *proc {
 
 // procOptions adjust a longhaul process started by startProcWith.
 type procOptions struct {
-	env  []string             // added to the test's environment
-	attr *syscall.SysProcAttr // e.g. a private mount namespace
+	env    []string             // added to the test's environment
+	attr   *syscall.SysProcAttr // e.g. a private mount namespace
+	prefix []string             // a command that runs longhaul, e.g. setpriv dropping a capability
 }
 
 func startProcWith(t *testing.T, o procOptions, args ...string) *proc {
@@ -123,7 +124,8 @@ func startProcWith(t *testing.T, o procOptions, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{t: t, cmd: exec.Command(exe, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	argv := append(append(append([]string(nil), o.prefix...), exe), args...)
+	p := &proc{t: t, cmd: exec.Command(argv[0], argv[1:]...), out: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), o.env...), "LONGHAUL_TEST_MAIN=1")
 	p.cmd.SysProcAttr = o.attr
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

@@ -16,6 +16,7 @@ const module = "github.com/longhaul-dev/longhaul"
 var forbidden = map[string][]string{
 	"scenarios":  {"go.temporal.io/", "github.com/testcontainers/"},
 	"driver":     {"go.temporal.io/", "github.com/testcontainers/"},
+	"netns":      {"go.temporal.io/", "github.com/testcontainers/"},
 	"window":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"probes":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"analysis":   {"go.temporal.io/", "github.com/testcontainers/"},

@@ -4,7 +4,9 @@
 // Environment: PORT (default 8080); FAIL_HEALTH=1 makes /health answer 500;
 // EXIT_AT_START=N prints a few lines and exits with N; SPAWN_CHILD=1 starts a
 // child in a new session (out of the process group) whose PID /child returns;
-// FAKE_POSTGRES=1 listens on 5432 and logs PostgreSQL's ready line twice.
+// FAKE_POSTGRES=1 listens on 5432 and logs PostgreSQL's ready line twice;
+// LISTEN_ON_HOSTNAME=1 listens only on the address its hostname resolves to
+// (in a container: its bridge address, not its loopback).
 package main
 
 import (
@@ -95,8 +97,18 @@ func main() {
 	if port == "" {
 		port = "8080"
 	}
-	fmt.Println("target: listening on :" + port)
-	if err := http.ListenAndServe(":"+port, mux); err != nil {
+	host := ""
+	if os.Getenv("LISTEN_ON_HOSTNAME") == "1" {
+		name, _ := os.Hostname()
+		addrs, err := net.LookupHost(name)
+		if err != nil || len(addrs) == 0 {
+			fmt.Println("fatal: resolve hostname:", name, err)
+			os.Exit(1)
+		}
+		host = addrs[0]
+	}
+	fmt.Println("target: listening on " + net.JoinHostPort(host, port))
+	if err := http.ListenAndServe(net.JoinHostPort(host, port), mux); err != nil {
 		fmt.Println("fatal:", err)
 		os.Exit(1)
 	}
