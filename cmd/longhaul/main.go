@@ -104,6 +104,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.reportCmd(),
 		a.analyzeCmd(),
 		a.sweepCmd(),
+		a.importCmd(),
+		a.exportCmd(),
 	)
 	return root
 }

@@ -1,0 +1,183 @@
+package interop
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+var e0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// exportWindows are four 10 s windows: a warm-up one, two with probes, a
+// gap. Latencies scale with scale (a slower build is scale 2).
+func exportWindows(t *testing.T, scale float64) []window.Window {
+	t.Helper()
+	mk := func(idx int, n int, ms float64, probes bool) window.Window {
+		return mkWindow(idx, n, ms, scale, probes)
+	}
+	ws := []window.Window{mk(0, 200, 9, false), mk(1, 400, 2, true), mk(2, 380, 2.2, true)}
+	ws = append(ws, window.Window{RunID: "r", Incarnation: 1, Index: 3, Start: ws[2].End, End: ws[2].End.Add(10 * time.Second), Gap: true})
+	ws = append(ws, mk(4, 390, 2.1, true))
+	return ws
+}
+
+// mkWindow is window idx (10 s long) with n requests of two ops around ms × scale.
+func mkWindow(idx int, n int, ms, scale float64, probes bool) window.Window {
+	{
+		h, g, p := window.NewHistogram(), window.NewHistogram(), window.NewHistogram()
+		for i := range n {
+			us := int64(ms * scale * 1000 * (1 + float64(i%10)/10))
+			window.Record(h, us)
+			if i%4 == 0 {
+				window.Record(p, us*3)
+				window.Record(h, us*3)
+			} else {
+				window.Record(g, us)
+			}
+		}
+		hb, _ := window.EncodeHistogram(h)
+		gb, _ := window.EncodeHistogram(g)
+		pb, _ := window.EncodeHistogram(p)
+		get := window.OpStats{Requests: g.TotalCount(), OK: g.TotalCount(), RPS: float64(g.TotalCount()) / 10, LatencyMs: window.LatencyOf(g), Histogram: gb}
+		post := window.OpStats{Requests: p.TotalCount(), OK: p.TotalCount() - 1, Errors: window.Errors{Status5xx: 1}, RPS: float64(p.TotalCount()) / 10, LatencyMs: window.LatencyOf(p), Histogram: pb}
+		w := window.Window{
+			RunID: "r", Incarnation: 1, Index: idx, Start: e0.Add(time.Duration(idx) * 10 * time.Second), End: e0.Add(time.Duration(idx+1) * 10 * time.Second),
+			Requests: h.TotalCount(), OK: h.TotalCount() - 1, Errors: window.Errors{Status5xx: 1}, Dropped: int64(idx),
+			RPS: float64(h.TotalCount()) / 10, VUs: 8, LatencyMs: window.LatencyOf(h), Histogram: hb,
+			Ops: map[string]window.OpStats{"get items": get, "post": post},
+		}
+		if probes {
+			cpu, cpuReq := 0.5*scale, 250*scale
+			rss, heap := int64(52_000_000), int64(21_000_000+idx)
+			w.Probes = window.Probes{CPUSeconds: &cpu, CPUMicrosPerRequest: &cpuReq, RSSBytes: &rss, HeapBytes: &heap,
+				Database: &window.Database{RowsReadPerRequest: 3.5}}
+			w.Custom = map[string]float64{"iterations": float64(n)}
+		}
+		return w
+	}
+}
+
+func export(t *testing.T, ws []window.Window, f Format, opts ExportOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Export(&b, ws, f, opts); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestExportGolden(t *testing.T) {
+	ws := exportWindows(t, 1)
+	warm := ExportOptions{Warmup: 10 * time.Second}
+	for _, tt := range []struct {
+		file string
+		f    Format
+		opts ExportOptions
+	}{
+		{"export.csv.golden", FormatCSV, ExportOptions{}},
+		{"export-op.csv.golden", FormatCSV, ExportOptions{Op: "post"}},
+		{"export.ndjson.golden", FormatJSON, ExportOptions{}},
+		{"export-op.ndjson.golden", FormatJSON, ExportOptions{Op: "get items"}},
+		{"export.benchstat.golden", FormatBenchstat, warm},
+		{"export-op.benchstat.golden", FormatBenchstat, ExportOptions{Op: "get items", Warmup: warm.Warmup}},
+	} {
+		t.Run(tt.file, func(t *testing.T) { golden(t, tt.file, export(t, ws, tt.f, tt.opts)) })
+	}
+}
+
+func TestExportCSVShape(t *testing.T) {
+	rows, err := csv.NewReader(bytes.NewReader(export(t, exportWindows(t, 1), FormatCSV, ExportOptions{}))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want a header and 5 windows", len(rows))
+	}
+	head := strings.Join(rows[0], ",")
+	for _, col := range []string{"time", "index", "incarnation", "requests", "errors_5xx", "dropped", "rps", "p50_ms", "max_ms", "cpu_us_per_request", "heap_bytes", "custom:iterations"} {
+		if !strings.Contains(","+head+",", ","+col+",") {
+			t.Errorf("header lacks %s: %s", col, head)
+		}
+	}
+	for _, r := range rows[1:] {
+		if len(r) != len(rows[0]) {
+			t.Errorf("row %v has %d cells, header %d", r, len(r), len(rows[0]))
+		}
+	}
+	if rows[1][25] != "" || rows[2][25] == "" {
+		t.Errorf("cpu_us_per_request: %q in a window without probes, %q with: want empty, then a value", rows[1][25], rows[2][25])
+	}
+}
+
+// TestBenchstatAcceptsExport runs benchstat (golang.org/x/perf, a tool
+// dependency in go.mod) on two runs' exports: it must read every line,
+// compare the units, and see that B's latencies doubled.
+func TestBenchstatAcceptsExport(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to run benchstat with")
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	opts := ExportOptions{Warmup: 10 * time.Second}
+	run := func(scale float64) []window.Window {
+		var ws []window.Window
+		for i := range 9 { // a warm-up window and 8 samples
+			ws = append(ws, mkWindow(i, 300+i*7, 2+float64(i%3)/10, scale, i > 0))
+		}
+		return ws
+	}
+	if err := os.WriteFile(a, export(t, run(1), FormatBenchstat, opts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, export(t, run(2), FormatBenchstat, opts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "tool", "benchstat", a, b)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("benchstat: %v\n%s", err, out)
+	}
+	text := string(out)
+	t.Logf("benchstat a.txt b.txt:\n%s", text)
+	for _, want := range []string{"p50-ms", "p99-ms", "req/s", "cpu-µs/req", "Soak/op=all", "+100.00%"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("benchstat output lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"parsing", "syntax error", "unknown"} {
+		if strings.Contains(strings.ToLower(text), bad) {
+			t.Errorf("benchstat complained (%q)", bad)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, s := range []string{"csv", "json", "benchstat"} {
+		if f, err := ParseFormat(s); err != nil || string(f) != s {
+			t.Errorf("ParseFormat(%q) = %q, %v", s, f, err)
+		}
+	}
+	if _, err := ParseFormat("xml"); err == nil {
+		t.Error("ParseFormat(xml) accepted it")
+	}
+}
+
+func TestRoundSample(t *testing.T) {
+	s, ok, err := RoundSample(exportWindows(t, 1), 10*time.Second, "")
+	if err != nil || !ok {
+		t.Fatalf("RoundSample: %v, %v", ok, err)
+	}
+	if s.Requests != 1463 || s.CPUMicrosPerRequest == nil || *s.CPUMicrosPerRequest != 250 || *s.HeapBytes != 21_000_004 {
+		t.Errorf("sample %+v", s)
+	}
+	if _, ok, _ := RoundSample(nil, 0, ""); ok {
+		t.Error("a round without windows gave a sample")
+	}
+}
