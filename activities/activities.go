@@ -105,6 +105,8 @@ type Store interface {
 	Windows(ctx context.Context, runID string, q store.WindowQuery) ([]window.Window, error)
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
 	PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error
+	// The comparisons' part (CompareWorkflow's activities).
+	store.Comparisons
 }
 
 // ProvisionRequest asks for one incarnation of a run's environment.
@@ -120,6 +122,10 @@ type ProvisionRequest struct {
 	// Node.js inspector's); a container provider publishes them on
 	// 127.0.0.1 and reports where in Environment.Ports.
 	Publish []int
+	// Prebuilt is a directory holding the target already built (a
+	// comparison side built once by a Builder); the local provider copies
+	// it into the environment's directory instead of running build.command.
+	Prebuilt string
 }
 
 // Environment is a provisioned environment as the workflow carries it: the
@@ -144,6 +150,10 @@ type Environment struct {
 	PID         int           `json:"pid,omitempty"`
 	ContainerID string        `json:"container_id,omitempty"`
 	DatabaseURL string        `json:"database_url,omitempty"`
+	// DatabasePID and DatabaseContainerID identify the database's process
+	// or container, so host-load accounting counts it as measured work.
+	DatabasePID         int    `json:"database_pid,omitempty"`
+	DatabaseContainerID string `json:"database_container_id,omitempty"`
 	// EnvDir is the environment's own directory on this host (the local
 	// provider's; a container's environment volume), for {{.EnvDir}} in
 	// probe paths.
@@ -182,6 +192,10 @@ type DriveRequest struct {
 	// ${env:...} references are still unresolved.
 	Scenario *scenarios.Scenario
 	Logger   *slog.Logger
+	// Seed makes the request sequence reproducible (op picks, template
+	// randomness); 0 picks a random one. Both rounds of a comparison's pair
+	// share it.
+	Seed uint64
 }
 
 // ErrBadInput is wrapped by a Driver's error when retrying cannot help (the
@@ -244,6 +258,12 @@ type Activities struct {
 	Probes ProberFactory
 	// Analyzer is NoFindings when nil.
 	Analyzer Analyzer
+	// Recorder sends the equivalence check's request sequences (nil: the
+	// check is skipped).
+	Recorder Recorder
+	// Builder builds a comparison side's git ref once (nil: the provider
+	// builds at each provision, as for a soak).
+	Builder Builder
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
 	HostTaskQueue string
 	// Metrics receives worker metrics (nil: none).
@@ -375,6 +395,9 @@ type ProvisionInput struct {
 	Incarnation int
 	Provider    string
 	TargetEnv   map[string]string
+	// Build is a comparison side's build (nil for a plain soak): it changes
+	// the target's image or git ref (ApplyBuild).
+	Build *store.Build
 }
 
 // Provision brings up one incarnation of the run's environment and records
@@ -384,9 +407,13 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 	if err != nil {
 		return Environment{}, err
 	}
+	spec, prebuilt := s.Environment, ""
+	if in.Build != nil {
+		spec, prebuilt = ApplyBuild(spec, *in.Build)
+	}
 	env, err := a.Provisioner.Provision(ctx, ProvisionRequest{
-		RunID: in.RunID, Incarnation: in.Incarnation, Spec: s.Environment,
-		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes),
+		RunID: in.RunID, Incarnation: in.Incarnation, Spec: spec,
+		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes), Prebuilt: prebuilt,
 	})
 	if err != nil {
 		if env.ID != "" {

@@ -26,6 +26,8 @@ type DriveInput struct {
 	Total     int
 	Overrides Overrides
 	Env       Environment
+	// Seed is DriveRequest.Seed (0: random).
+	Seed uint64
 }
 
 // Progress is the drive's heartbeat: the last window committed to the store.
@@ -193,7 +195,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	log.Info("driving", "first", first, "total", in.Total, "target", route.URL, "in_namespace", route.inNamespace())
 	err = a.Driver.Drive(driveCtx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
-		TargetURL: route.URL, Dial: route.Dial, Scenario: s, Logger: log,
+		TargetURL: route.URL, Dial: route.Dial, Scenario: s, Logger: log, Seed: driveSeed(in.Seed, first),
 	}, sink)
 	var tf errTargetFailed
 	switch {
@@ -210,6 +212,16 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		return res, fmt.Errorf("drive run %s from window %d: %w", in.RunID, first, err)
 	}
 	return res, nil
+}
+
+// driveSeed is the seed of a drive that starts at window first: a resumed
+// drive must not replay the start of the sequence (its creates would
+// collide with those already made), so the seed moves with it.
+func driveSeed(seed uint64, first int) uint64 {
+	if seed == 0 || first == 0 {
+		return seed
+	}
+	return seed + uint64(first)*0x9e3779b97f4a7c15
 }
 
 // abortWatcher returns a watcher of the scenario's thresholds with abort:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/driver"
+	"github.com/longhaul-dev/longhaul/equivalence"
 	"github.com/longhaul-dev/longhaul/probes"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
@@ -29,11 +30,32 @@ type LoadDriver struct {
 	LookupEnv func(string) (string, bool)
 }
 
-var _ Driver = LoadDriver{}
+var (
+	_ Driver   = LoadDriver{}
+	_ Recorder = LoadDriver{}
+)
+
+// Record implements Recorder with driver.Record: the scenario compiled
+// with req.Seed, one VU, req.Requests requests.
+func (d LoadDriver) Record(ctx context.Context, req RecordRequest) ([]equivalence.Exchange, error) {
+	plan, err := scenarios.Compile(req.Scenario, scenarios.CompileOptions{LookupEnv: d.LookupEnv, Seed: req.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("%w: compile scenario: %v", ErrBadInput, err)
+	}
+	u, err := url.Parse(req.TargetURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: target URL %q: %v", ErrBadInput, req.TargetURL, err)
+	}
+	xs, err := driver.Record(ctx, driver.RecordOptions{Target: u, Plan: plan, Seed: req.Seed, Requests: req.Requests})
+	if errors.Is(err, driver.ErrInvalid) {
+		return xs, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	return xs, err
+}
 
 // Drive implements Driver.
 func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(window.Window) error) error {
-	plan, err := scenarios.Compile(req.Scenario, scenarios.CompileOptions{LookupEnv: d.LookupEnv})
+	plan, err := scenarios.Compile(req.Scenario, scenarios.CompileOptions{LookupEnv: d.LookupEnv, Seed: req.Seed})
 	if err != nil {
 		return fmt.Errorf("%w: compile scenario: %v", ErrBadInput, err)
 	}
@@ -44,7 +66,7 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 	opts := driver.Options{
 		Target: u, Plan: plan, Load: req.Scenario.Load,
 		RunID: req.RunID, Incarnation: req.Incarnation, FirstIndex: req.FirstIndex,
-		Metrics: d.Metrics, Logger: req.Logger,
+		Metrics: d.Metrics, Logger: req.Logger, Seed: req.Seed,
 	}
 	if req.Dial != nil {
 		opts.Dialer = driver.DialerFunc(req.Dial)
@@ -57,7 +79,8 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 }
 
 // ServerProbes is the real ProberFactory: package probes on the
-// environment's target process or container and database. After each
+// environment's target process or container and database, plus the host's
+// foreign load (probes.HostLoad) in every window. After each
 // window's readings it records the probes that are failing in
 // window.Window.ProbeFailures, so the run report can say why a reading is
 // missing; the sampler itself logs each failing probe once.
@@ -101,7 +124,12 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
 		s.Start(ctx)
-		return &serverProber{s: s, route: route, static: static}, nil
+		p := &serverProber{s: s, route: route, static: static, host: probes.NewHostLoad(probes.HostLoadConfig{
+			PIDs:       []int{env.PID, env.DatabasePID},
+			Containers: []string{env.ContainerID, env.DatabaseContainerID},
+		})}
+		p.host.Sample() // prime: the first window's reading covers the first window
+		return p, nil
 	}
 }
 
@@ -200,6 +228,7 @@ func shortContainerID(id string) string {
 // each window.
 type serverProber struct {
 	s      *probes.Sampler
+	host   *probes.HostLoad
 	static []window.ProbeFailure // failures known at start that last the whole drive
 	route  targetRoute
 }
@@ -208,6 +237,9 @@ var _ Prober = (*serverProber)(nil)
 
 func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
 	p.s.Sample(ctx, w)
+	if f, ok := p.host.Sample(); ok {
+		w.Probes.HostForeignCPU = &f
+	}
 	for _, pr := range p.s.Problems() {
 		w.ProbeFailures = append(w.ProbeFailures, window.ProbeFailure{Probe: pr.Probe, Error: pr.Message})
 	}

@@ -121,6 +121,12 @@ type Request struct {
 	// records it in Environment.Ports; the local provider ignores it (a local
 	// target's ports are this host's).
 	Publish []int `json:"publish,omitempty"`
+	// Prebuilt is a directory with the target already built (Builder.Build
+	// for a comparison side): the local provider copies its files into the
+	// environment's directory instead of running target.build.command, and
+	// runs the target in the build's source tree. The docker provider
+	// ignores it.
+	Prebuilt string `json:"prebuilt,omitempty"`
 	// LookupEnv resolves ${env:NAME} in the spec; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool) `json:"-"`
 }

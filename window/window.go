@@ -242,6 +242,11 @@ type Probes struct {
 	// interpolated within the histogram's buckets; Max is the upper bound of
 	// the highest bucket that gained a pause.
 	GCPause *Pauses `json:"gc_pause_ms,omitempty"`
+	// HostForeignCPU is the share (0–1, of all the host's cores) of CPU
+	// time during the window that went to processes other than the target,
+	// its database and longhaul (probes.HostLoad): other work on the
+	// machine, which disturbs the measurements.
+	HostForeignCPU *float64 `json:"host_foreign_cpu,omitempty"`
 }
 
 // NodeMemory is one reading of a Node.js process's process.memoryUsage(), in

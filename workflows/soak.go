@@ -54,6 +54,15 @@ type SoakInput struct {
 	Provider string
 	// TargetEnv is added to the target's environment.
 	TargetEnv map[string]string
+	// HostQueue, when set, is the host the soak runs on (a comparison's
+	// round: the comparison claimed the host for all its rounds); the soak
+	// then claims none of its own.
+	HostQueue string
+	// Seed seeds the request sequence (op picks, template randomness); 0
+	// picks a random one. Both rounds of a comparison's pair share it.
+	Seed uint64
+	// Build is a comparison side's build (nil for a plain soak).
+	Build *store.Build
 	// Resume carries the state across continue-as-new; nil on a fresh start.
 	Resume *SoakState
 }
@@ -159,7 +168,12 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		if err := workflow.ExecuteActivity(general, a.Begin, begin).Get(ctx, nil); err != nil {
 			return SoakResult{}, err
 		}
-		if err := workflow.ExecuteActivity(general, a.HostQueue).Get(ctx, &s.st.HostQueue); err != nil {
+		// Version 1 takes the host from the input when a comparison gave
+		// one; version 0 always claimed a host here.
+		hostInput := workflow.GetVersion(ctx, "soak-host-input", workflow.DefaultVersion, 1) >= 1
+		if hostInput && s.in.HostQueue != "" {
+			s.st.HostQueue = s.in.HostQueue
+		} else if err := workflow.ExecuteActivity(general, a.HostQueue).Get(ctx, &s.st.HostQueue); err != nil {
 			return SoakResult{}, err
 		}
 	}
@@ -185,6 +199,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		err := workflow.ExecuteActivity(s.driveCtx(ctx), a.Drive, activities.DriveInput{
 			RunID: s.in.RunID, Incarnation: s.st.Incarnation, FirstIndex: s.st.NextIndex, Total: s.total,
 			Overrides: activities.Overrides{Duration: s.in.Duration, Window: s.in.Window}, Env: *s.st.Env,
+			Seed: s.in.Seed,
 		}).Get(ctx, &dr)
 		if err == nil {
 			s.st.Windows += dr.Windows
@@ -238,7 +253,7 @@ func (s *soak) provision(ctx workflow.Context) error {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
 	})
 	var env activities.Environment
-	in := activities.ProvisionInput{RunID: s.in.RunID, Incarnation: s.st.Incarnation + 1, Provider: s.in.Provider, TargetEnv: s.in.TargetEnv}
+	in := activities.ProvisionInput{RunID: s.in.RunID, Incarnation: s.st.Incarnation + 1, Provider: s.in.Provider, TargetEnv: s.in.TargetEnv, Build: s.in.Build}
 	if err := workflow.ExecuteActivity(hctx, a.Provision, in).Get(ctx, &env); err != nil {
 		return err
 	}

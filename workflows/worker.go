@@ -11,9 +11,11 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 )
 
-// RegisterWorkflows registers SoakWorkflow under WorkflowName on r.
+// RegisterWorkflows registers SoakWorkflow under WorkflowName and
+// CompareWorkflow under CompareWorkflowName on r.
 func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(SoakWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterWorkflowWithOptions(CompareWorkflow, workflow.RegisterOptions{Name: CompareWorkflowName})
 }
 
 // Worker is a longhaul worker: one SDK worker on the general queue (the

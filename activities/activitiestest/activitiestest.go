@@ -14,6 +14,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/equivalence"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
@@ -372,6 +373,12 @@ type Driver struct {
 	// call number call (1-based). Returning an error stops the drive with
 	// it; it may block on ctx.
 	Before func(ctx context.Context, call int, index int) error
+	// Decorate, if set, fills each window (latency histogram, probes)
+	// before it is handed to the sink.
+	Decorate func(req activities.DriveRequest, w *window.Window)
+	// Records, if set, answers Record (the equivalence check's sequences);
+	// nil answers every request with 200 {}.
+	Records func(req activities.RecordRequest) []equivalence.Exchange
 	// Shape, if set, changes window index of call number call before it is
 	// handed to the sink (say, to give it latencies a threshold judges).
 	Shape func(call, index int, w *window.Window)
@@ -384,7 +391,7 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 	d.mu.Lock()
 	d.Calls = append(d.Calls, req)
 	call := len(d.Calls)
-	before, shape := d.Before, d.Shape
+	before, decorate, shape := d.Before, d.Decorate, d.Shape
 	d.mu.Unlock()
 	length := req.Scenario.Load.Window.D()
 	total := int((req.Scenario.Load.Duration.D() + length - 1) / length)
@@ -402,6 +409,9 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 			Index: i, Start: start.Add(time.Duration(i) * length), End: start.Add(time.Duration(i+1) * length),
 			Requests: 100, OK: 100, Dropped: int64(call),
 		}
+		if decorate != nil {
+			decorate(req, &w)
+		}
 		if shape != nil {
 			shape(call, i, &w)
 		}
@@ -410,6 +420,23 @@ func (d *Driver) Drive(ctx context.Context, req activities.DriveRequest, sink fu
 		}
 	}
 	return nil
+}
+
+var _ activities.Recorder = (*Driver)(nil)
+
+// Record implements activities.Recorder.
+func (d *Driver) Record(_ context.Context, req activities.RecordRequest) ([]equivalence.Exchange, error) {
+	d.mu.Lock()
+	records := d.Records
+	d.mu.Unlock()
+	if records != nil {
+		return records(req), nil
+	}
+	xs := make([]equivalence.Exchange, req.Requests)
+	for i := range xs {
+		xs[i] = equivalence.Exchange{Op: "get", Method: "GET", Path: "/", Status: 200, Body: []byte("{}")}
+	}
+	return xs, nil
 }
 
 // CallCount returns how many times Drive was called.

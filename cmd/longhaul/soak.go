@@ -101,7 +101,7 @@ type provisionAdapter struct{ p provision.Provisioner }
 func (pa provisionAdapter) Provision(ctx context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
 	env, err := pa.p.Provision(ctx, provision.Request{
 		RunID: req.RunID, Incarnation: req.Incarnation, Spec: req.Spec,
-		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish,
+		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish, Prebuilt: req.Prebuilt,
 	})
 	out, cerr := toActivityEnv(env)
 	if err != nil {
@@ -138,6 +138,7 @@ func toActivityEnv(e provision.Environment) (activities.Environment, error) {
 	}
 	if e.Database != nil {
 		out.DatabaseURL = e.Database.URL
+		out.DatabasePID, out.DatabaseContainerID = e.Database.Process.PID, e.Database.Process.ContainerID
 	}
 	out.EnvDir = e.EnvDir
 	return out, nil

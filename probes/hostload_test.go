@@ -1,0 +1,95 @@
+package probes
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// fakeProc writes a /proc with a cpu line and processes pid → (ppid, comm, ticks, cgroup).
+type fakeProcess struct {
+	ppid   int
+	comm   string
+	ticks  uint64
+	cgroup string
+}
+
+func writeFakeProc(t *testing.T, dir string, busy, idle uint64, procs map[int]fakeProcess) {
+	t.Helper()
+	// user nice system idle iowait irq softirq steal
+	stat := fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\ncpu0 1 2 3 4\n", busy, idle)
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for pid, p := range procs {
+		d := filepath.Join(dir, fmt.Sprint(pid))
+		os.MkdirAll(d, 0o755)
+		// utime stime cutime cstime = ticks 0 0 0; starttime (field 22) = 100 + pid.
+		line := fmt.Sprintf("%d (%s) S %d 0 0 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0 %d 1000 10\n", pid, p.comm, p.ppid, p.ticks, 100+pid)
+		os.WriteFile(filepath.Join(d, "stat"), []byte(line), 0o644)
+		os.WriteFile(filepath.Join(d, "cgroup"), []byte(p.cgroup+"\n"), 0o644)
+	}
+}
+
+func TestHostLoad(t *testing.T) {
+	dir := t.TempDir()
+	self := os.Getpid()
+	const container = "0123456789abcdef0123"
+	procs := map[int]fakeProcess{
+		self:  {ppid: 1, comm: "longhaul", ticks: 10},
+		50001: {ppid: 1, comm: "demo-target", ticks: 10},
+		50002: {ppid: 50001, comm: "worker (child)", ticks: 10},
+		50003: {ppid: 1, comm: "postgres", ticks: 10},
+		50004: {ppid: 1, comm: "cc1", ticks: 10},                                                            // a compile: foreign
+		50005: {ppid: 1, comm: "app", ticks: 10, cgroup: "0::/system.slice/docker-" + container + ".scope"}, // our container
+		50006: {ppid: self, comm: "other soak's target", ticks: 10},                                         // a child of longhaul, not measured
+		50007: {ppid: 1, comm: "docker-proxy", ticks: 10},
+	}
+	writeFakeProc(t, dir, 1000, 1000, procs)
+	h := NewHostLoad(HostLoadConfig{Proc: dir, PIDs: []int{50001, 50003}, Containers: []string{container}})
+	if _, ok := h.Sample(); ok {
+		t.Error("first sample should only prime")
+	}
+	// 200 ticks pass on the machine (all cores): 120 busy. Ours: self 10,
+	// target 20 + child 10, postgres 5, container 15, docker-proxy 10 = 70.
+	// Foreign: the compile 30 + the other child 20 = 50 → 50/200.
+	procs[self] = fakeProcess{ppid: 1, comm: "longhaul", ticks: 20}
+	procs[50001] = fakeProcess{ppid: 1, comm: "demo-target", ticks: 30}
+	procs[50002] = fakeProcess{ppid: 50001, comm: "worker (child)", ticks: 20}
+	procs[50003] = fakeProcess{ppid: 1, comm: "postgres", ticks: 15}
+	procs[50004] = fakeProcess{ppid: 1, comm: "cc1", ticks: 40}
+	procs[50005] = fakeProcess{ppid: 1, comm: "app", ticks: 25, cgroup: "0::/system.slice/docker-" + container + ".scope"}
+	procs[50006] = fakeProcess{ppid: self, comm: "other soak's target", ticks: 30}
+	procs[50007] = fakeProcess{ppid: 1, comm: "docker-proxy", ticks: 20}
+	writeFakeProc(t, dir, 1120, 1080, procs)
+	got, ok := h.Sample()
+	if !ok || math.Abs(got-50.0/200) > 1e-9 {
+		t.Errorf("foreign = %v, %v; want 0.25", got, ok)
+	}
+	// An idle interval with only our work: 0.
+	procs[50001] = fakeProcess{ppid: 1, comm: "demo-target", ticks: 130}
+	writeFakeProc(t, dir, 1220, 1180, procs)
+	if got, ok := h.Sample(); !ok || got != 0 {
+		t.Errorf("foreign = %v, %v; want 0", got, ok)
+	}
+}
+
+func TestHostLoadReal(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	h := NewHostLoad(HostLoadConfig{})
+	h.Sample()
+	x := 0
+	for i := range 20_000_000 {
+		x += i
+	}
+	got, ok := h.Sample()
+	if !ok || got < 0 || got > 1 {
+		t.Errorf("foreign = %v, %v (x %d); want a share in [0, 1]", got, ok, x)
+	}
+	t.Logf("foreign load on this host while spinning: %.1f%%", 100*got)
+}
