@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -179,5 +181,35 @@ func TestRoundSample(t *testing.T) {
 	}
 	if _, ok, _ := RoundSample(nil, 0, ""); ok {
 		t.Error("a round without windows gave a sample")
+	}
+}
+
+// TestExportRounds: one benchstat line per completed, not superseded round
+// of the side asked for, each the round's windows after warm-up merged.
+func TestExportRounds(t *testing.T) {
+	c := store.Comparison{ID: "c1", Warmup: 10 * time.Second, Rounds: []store.Round{
+		{Index: 0, Side: store.SideA, RunID: "a1", Status: store.Completed},
+		{Index: 1, Side: store.SideB, RunID: "b1", Status: store.Completed},
+		{Index: 2, Side: store.SideB, RunID: "b2", Status: store.Completed},
+		{Index: 3, Side: store.SideA, RunID: "a2", Status: store.Completed},
+		{Index: 4, Side: store.SideA, RunID: "a3", Status: store.Completed, Superseded: true},
+		{Index: 5, Side: store.SideA, RunID: "a4", Status: store.Failed},
+	}}
+	windows := func(_ context.Context, runID string) ([]window.Window, error) {
+		scale := 1.0
+		if strings.HasPrefix(runID, "b") {
+			scale = 2
+		}
+		return exportWindows(t, scale), nil
+	}
+	for side, want := range map[store.Side]string{store.SideA: "BenchmarkSoak/op=all 1463 3.301 p50-ms", store.SideB: "BenchmarkSoak/op=all 1463 6.603 p50-ms"} {
+		var b bytes.Buffer
+		n, err := ExportRounds(context.Background(), &b, c, side, "", windows)
+		if err != nil || n != 2 {
+			t.Fatalf("side %s: %d lines, %v; want 2", side, n, err)
+		}
+		if got := strings.Count(b.String(), want); got != 2 {
+			t.Errorf("side %s: %d lines starting %q:\n%s", side, got, want, b.String())
+		}
 	}
 }
