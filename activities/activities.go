@@ -154,6 +154,10 @@ type Environment struct {
 	// or container, so host-load accounting counts it as measured work.
 	DatabasePID         int    `json:"database_pid,omitempty"`
 	DatabaseContainerID string `json:"database_container_id,omitempty"`
+	// EnvDir is the environment's own directory on this host (the local
+	// provider's; a container's environment volume), for {{.EnvDir}} in
+	// probe paths.
+	EnvDir string `json:"env_dir,omitempty"`
 	// Ports maps each published target port (ProvisionRequest.Publish) to
 	// its 127.0.0.1 port on this host; nil when the target's ports are this
 	// host's (a local process).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
+	"text/template"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -96,31 +98,37 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 		logger = slog.Default()
 	}
 	return func(ctx context.Context, env Environment, spec scenarios.Probes) (Prober, error) {
+		var static []window.ProbeFailure
 		route := openRoute(env, logger, "probes")
 		var unpublished *window.ProbeFailure
 		if !route.inNamespace() {
 			spec, unpublished = inspectorOnHost(env, spec)
 		}
 		if unpublished != nil {
-			logger.Warn("probe unavailable", "probe", unpublished.Probe, "err", unpublished.Error)
+			static = append(static, *unpublished)
+		}
+		sqlitePath, err := sqliteProbePath(spec.SQLitePath(), env)
+		if err != nil {
+			spec.Database = nil // the PostgreSQL probe keeps its default
+			static = append(static, window.ProbeFailure{Probe: probes.ProbeSQLite, Error: err.Error()})
+		}
+		for _, f := range static {
+			logger.Warn("probe unavailable", "probe", f.Probe, "err", f.Error)
 		}
 		s, err := probes.New(probes.Config{
 			Spec: spec, TargetURL: route.URL, Dial: route.Dial, PID: env.PID, ContainerID: env.ContainerID,
-			DatabaseURL: env.DatabaseURL, Logger: logger,
+			DatabaseURL: env.DatabaseURL, SQLitePath: sqlitePath, Logger: logger,
 		})
 		if err != nil {
 			route.Close()
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
 		s.Start(ctx)
-		p := &serverProber{s: s, route: route, host: probes.NewHostLoad(probes.HostLoadConfig{
+		p := &serverProber{s: s, route: route, static: static, host: probes.NewHostLoad(probes.HostLoadConfig{
 			PIDs:       []int{env.PID, env.DatabasePID},
 			Containers: []string{env.ContainerID, env.DatabaseContainerID},
 		})}
 		p.host.Sample() // prime: the first window's reading covers the first window
-		if unpublished != nil {
-			p.static = []window.ProbeFailure{*unpublished}
-		}
 		return p, nil
 	}
 }
@@ -168,6 +176,45 @@ func inspectorOnHost(env Environment, spec scenarios.Probes) (scenarios.Probes, 
 		Probe: probes.ProbeInspector,
 		Error: fmt.Sprintf("port %d of container %s is not published on this host (the provider ignored the request to publish it)", port, shortContainerID(env.ContainerID)),
 	}
+}
+
+// renderProbePath renders probes.database.sqlite for env: {{.EnvDir}} (the
+// local provider's environment directory), {{.RunID}}, {{.Incarnation}}. A
+// container has no EnvDir: its path is one inside the container.
+func renderProbePath(tmpl string, env Environment) (string, error) {
+	if tmpl == "" || !strings.Contains(tmpl, "{{") {
+		return tmpl, nil
+	}
+	data := map[string]any{"RunID": env.RunID, "Incarnation": env.Incarnation}
+	if env.EnvDir != "" {
+		data["EnvDir"] = env.EnvDir
+	}
+	t, err := template.New("probes.database.sqlite").Option("missingkey=error").Parse(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("probes.database.sqlite: %v", err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		if env.EnvDir == "" && strings.Contains(tmpl, ".EnvDir") {
+			return "", fmt.Errorf("probes.database.sqlite %q: the %s environment has no directory of its own ({{.EnvDir}})", tmpl, env.Provider)
+		}
+		return "", fmt.Errorf("probes.database.sqlite: %v", err)
+	}
+	return b.String(), nil
+}
+
+// sqliteProbePath renders probes.database.sqlite for env (renderProbePath)
+// and checks that a container's file is where this host can read it: under
+// its environment volume.
+func sqliteProbePath(tmpl string, env Environment) (string, error) {
+	path, err := renderProbePath(tmpl, env)
+	if err != nil || path == "" || env.ContainerID == "" {
+		return path, err
+	}
+	if env.EnvDir == "" || !strings.HasPrefix(path, strings.TrimSuffix(env.EnvDir, "/")+"/") {
+		return "", fmt.Errorf("probes.database.sqlite %q: a container's SQLite file is read from this host in its environment volume: keep it under {{.EnvDir}} (mounted at /longhaul/env in the container) and point the target there", tmpl)
+	}
+	return path, nil
 }
 
 func shortContainerID(id string) string {

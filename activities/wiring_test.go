@@ -148,3 +148,28 @@ func TestServerProbesRecordsFailures(t *testing.T) {
 		t.Errorf("window 1 heap %v, want 12345000", w.Probes.HeapBytes)
 	}
 }
+
+func TestSQLiteProbePath(t *testing.T) {
+	local := Environment{Provider: "local", RunID: "r1", Incarnation: 2, PID: 42, EnvDir: "/data/provision/r1-2"}
+	docker := Environment{Provider: "docker", ContainerID: "abc", EnvDir: "/var/lib/docker/volumes/longhaul-r1-2-env/_data"}
+	for _, tt := range []struct {
+		tmpl    string
+		env     Environment
+		want    string
+		wantErr string
+	}{
+		{"", local, "", ""},
+		{"/srv/app.db", local, "/srv/app.db", ""},
+		{"{{.EnvDir}}/pb_data/data.db", local, "/data/provision/r1-2/pb_data/data.db", ""},
+		{"/tmp/{{.RunID}}-{{.Incarnation}}.db", local, "/tmp/r1-2.db", ""},
+		{"{{.EnvDir}}/demo.db", docker, docker.EnvDir + "/demo.db", ""},
+		{"/tmp/demo.db", docker, "", "keep it under {{.EnvDir}}"},
+		{"{{.EnvDir}}/x.db", Environment{Provider: "url"}, "", "has no directory of its own"},
+		{"{{.Nope}}", local, "", "probes.database.sqlite"},
+	} {
+		got, err := sqliteProbePath(tt.tmpl, tt.env)
+		if got != tt.want || (tt.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("sqliteProbePath(%q, %s) = %q, %v; want %q, error with %q", tt.tmpl, tt.env.Provider, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

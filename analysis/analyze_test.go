@@ -598,3 +598,28 @@ func TestCollapseNamesTheSQLiteTable(t *testing.T) {
 		t.Errorf("a SQLite probe is database evidence; got %s", describe(res))
 	}
 }
+
+// A saturated SQLite target: every op slows alike (the queue), so no op is
+// named, but the CPU per request rises with items, which names the table.
+func TestCollapseSaturatedSQLiteNamesTheTable(t *testing.T) {
+	ws := opWindows(func(op string, i int) float64 {
+		return map[string]float64{"create": 20, "get": 19, "list": 22}[op] * (1 + 0.1*float64(i)) * (1 + 0.03*math.Sin(float64(i)*2.3))
+	}, func(i int) float64 { return 2000 / (1 + 0.1*float64(i)) })
+	for i := range ws {
+		cpu := 600 * (1 + 0.08*float64(i))
+		ws[i].Probes.CPUMicrosPerRequest = &cpu
+		ws[i].Probes.SQLite = &window.SQLite{Tables: []window.SQLiteTable{
+			{Name: "items", Rows: int64(2000 + 300*i)}, {Name: "users", Rows: 16},
+		}}
+	}
+	res := Analyze(ws, DefaultOptions())
+	f, ok := find(res, KindCollapse)
+	if !ok || f.Severity != Warning || f.Evidence.Table != "items" || f.Evidence.Op != "" {
+		t.Fatalf("want a warning collapse naming items and no op; got %s", describe(res))
+	}
+	for _, s := range []string{"CPU per request rose", "in step with items", "no op slowed by itself", "saturated"} {
+		if !strings.Contains(f.Summary, s) {
+			t.Errorf("summary lacks %q: %s", s, f.Summary)
+		}
+	}
+}

@@ -184,6 +184,20 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		noTable = "no database statistics to trace it to a table"
 	}
 	if cpuOK && c1 >= (1+o.MinCPURise)*c0 {
+		if tb, ok := a.tableForCPU(inc, pos); ok {
+			// A saturated target queues every request alike, so no op
+			// stands out; its CPU per request still tracks the table.
+			ev.Table = tb.name
+			ev.Notes["rows_before"], ev.Notes["rows_after"] = tb.rows0, tb.rows1
+			ev.Notes["cpu_rows_elasticity"] = tb.elasticity
+			return Finding{
+				Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
+				Summary: fmt.Sprintf("%s in step with %s (%s → %s rows): a query likely scans %s as it grows — an index missing? %s",
+					withOps(fmt.Sprintf("%s while the target's CPU per request rose %s (%s → %s µs)", effect(), fmtFactor(c1/c0), fmtCount(c0), fmtCount(c1))),
+					tb.name, fmtCount(tb.rows0), fmtCount(tb.rows1), tb.name,
+					"(no rows-read statistics from SQLite; when every op slowed alike the target is saturated, and its queue hides which op got slower)"),
+			}, true, false
+		}
 		return Finding{
 			Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
 			Summary: fmt.Sprintf("%s; %s — the target does more work per request as the run goes on",
@@ -471,4 +485,64 @@ func (a *analyzer) blameGrowth(inc *incarnation, pos []int, ops []OpTrend, ev Ev
 	ev.Before, ev.After, ev.Unit, ev.PValue = op.P50BeforeMs, op.P50AfterMs, "ms ("+op.Op+" p50)", op.PValue
 	return Finding{Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
 		Summary: fmt.Sprintf("throughput has not fallen measurably, but as %s, %s; %s", grew, opsPart, how)}, true
+}
+
+type grownTable struct {
+	name         string
+	rows0, rows1 float64
+	elasticity   float64
+}
+
+// tableForCPU finds, among the tables of a SQLite file, the one whose rows
+// the target's CPU per request rose with (elasticity ≥ MinOpElasticity),
+// that gained most rows (at least MinTableRowIncrease and MinRowGrowth).
+func (a *analyzer) tableForCPU(inc *incarnation, pos []int) (grownTable, bool) {
+	o := a.opts.Collapse
+	if len(inc.sqlite) == 0 {
+		return grownTable{}, false
+	}
+	cpu := map[int]float64{}
+	for _, i := range pos {
+		w := inc.ws[i]
+		switch p := w.Probes; {
+		case p.CPUMicrosPerRequest != nil && *p.CPUMicrosPerRequest > 0:
+			cpu[i] = *p.CPUMicrosPerRequest
+		case p.CPUSeconds != nil && *p.CPUSeconds > 0 && w.Requests > 0:
+			cpu[i] = *p.CPUSeconds * 1e6 / float64(w.Requests)
+		}
+	}
+	names := make([]string, 0, len(inc.sqlite))
+	for name := range inc.sqlite {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var best grownTable
+	found := false
+	for _, name := range names {
+		var logs series
+		var rows []float64
+		for _, r := range inc.sqlite[name] {
+			if c, ok := cpu[r.i]; ok && r.liveRows > 0 {
+				logs.add(math.Log(r.liveRows), math.Log(c), r.i)
+				rows = append(rows, r.liveRows)
+			}
+		}
+		n := len(rows)
+		if n < o.MinWindows {
+			continue
+		}
+		rows0, rows1 := rows[0], rows[n-1]
+		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows1-rows0 < o.MinTableRowIncrease {
+			continue
+		}
+		lb := logs.binned(a.opts.MaxPoints)
+		el, ok := a.theilSen(lb.x, lb.y)
+		if !ok || el.Slope < o.MinOpElasticity {
+			continue
+		}
+		if !found || rows1-rows0 > best.rows1-best.rows0 {
+			best, found = grownTable{name: name, rows0: rows0, rows1: rows1, elasticity: el.Slope}, true
+		}
+	}
+	return best, found
 }

@@ -241,7 +241,11 @@ func (m model) simulate(r, ro *rand.Rand, inc, firstIndex int, start time.Time) 
 			}
 			idxScans += byID
 			idxFetch += byID
-			cpuSec += n * cpuPerReq * (1 + 0.1*math.Ceil(loss(t))) * 1e-6
+			scan := 1.0
+			if m.sqlite && m.noIndex {
+				scan = 1 + rows/m.rowCostK // SQLite scans in the target's own process
+			}
+			cpuSec += n * cpuPerReq * scan * (1 + 0.1*math.Ceil(loss(t))) * 1e-6
 			// Errors.
 			if m.surgeRate > 0 && surgeStart > 0 && t >= surgeStart {
 				k := poisson(r, n*m.surgeRate)

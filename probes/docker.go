@@ -57,9 +57,9 @@ func NewContainerStats(id string) (*ContainerStats, error) {
 	if id == "" {
 		return nil, errors.New("container stats: empty container id")
 	}
-	cli, err := client.New(client.FromEnv)
+	cli, err := dockerClient()
 	if err != nil {
-		return nil, fmt.Errorf("container stats: docker client: %w", err)
+		return nil, fmt.Errorf("container stats: %w", err)
 	}
 	return &ContainerStats{cli: cli, id: id, updated: make(chan struct{}), done: make(chan struct{})}, nil
 }
@@ -175,6 +175,16 @@ func memoryWithoutCache(m container.MemoryStats) uint64 {
 		return m.Usage - v
 	}
 	return m.Usage
+}
+
+// dockerClient connects to the engine as the docker CLI does (DOCKER_HOST,
+// DOCKER_TLS_VERIFY, ...; the local socket by default). It contacts nothing.
+func dockerClient() (*client.Client, error) {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return cli, nil
 }
 
 // Close stops the stream and releases the client's connections.

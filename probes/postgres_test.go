@@ -226,7 +226,7 @@ func findTable(d *window.Database, name string) window.Table {
 func TestSampleDatabaseGone(t *testing.T) {
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/test?sslmode=disable&connect_timeout=1", freePort(t))
 	var logs syncBuffer
-	s, err := New(Config{DatabaseURL: dsn, Spec: scenarios.Probes{Database: ptr(true)}, Logger: newTextLogger(&logs)})
+	s, err := New(Config{DatabaseURL: dsn, Spec: scenarios.Probes{Database: &scenarios.DatabaseProbe{Postgres: ptr(true)}}, Logger: newTextLogger(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,7 @@ const (
 	ProbeGCHook    = "heap.gc_hook"
 	ProbeInspector = "heap.inspector"
 	ProbeDatabase  = "database"
+	ProbeSQLite    = "database.sqlite"
 )
 
 // Config says what to sample and where.
@@ -76,6 +77,11 @@ type Config struct {
 	Dial DialFunc
 	// DatabaseURL is a PostgreSQL DSN reachable from this host, "" if none.
 	DatabaseURL string
+	// SQLitePath is the rendered probes.database.sqlite, a path on this host
+	// (for a container target, in its environment volume: {{.EnvDir}} is
+	// rendered as the volume's path here). "" means the scenario's path as
+	// written (it must then hold no template).
+	SQLitePath string
 	// Window is the run's window length. A Sample gives its probes at most
 	// min(MaxSampleTime, Window/4); with Window 0 the sampled window's own
 	// length is used.
@@ -113,6 +119,7 @@ type Sampler struct {
 	hook    *GCHookClient
 	insp    *InspectorClient
 	pg      *PGStatsReader
+	sqlite  *SQLiteReader
 	sources []*source
 
 	hookEvery, inspEvery int
@@ -145,10 +152,11 @@ type source struct {
 }
 
 type reading struct {
-	proc ProcessReading
-	heap int64
-	pg   PGStats
-	err  error
+	proc   ProcessReading
+	heap   int64
+	pg     PGStats
+	sqlite window.SQLite
+	err    error
 }
 
 // Problem describes a probe that is failing now.
@@ -275,10 +283,22 @@ func New(cfg Config) (*Sampler, error) {
 	}
 
 	// Database.
-	if spec.Database != nil && *spec.Database && cfg.DatabaseURL == "" {
+	pgOn, pgSet := spec.PostgresOn()
+	if pgSet && pgOn && cfg.DatabaseURL == "" {
 		return nil, bad("probes.database: there is no database to sample; set environment.database.kind: postgres or remove database: true")
 	}
-	if (spec.Database == nil || *spec.Database) && cfg.DatabaseURL != "" {
+	if tmpl := spec.SQLitePath(); tmpl != "" {
+		path := cfg.SQLitePath
+		if path == "" {
+			path = tmpl
+		}
+		if strings.Contains(path, "{{") {
+			return nil, bad("probes.database.sqlite %q: the path was not rendered (Config.SQLitePath)", tmpl)
+		}
+		s.sqlite = NewSQLiteReader(path)
+		s.add(ProbeSQLite, s.readSQLite, nil)
+	}
+	if (!pgSet || pgOn) && cfg.DatabaseURL != "" {
 		r, err := NewPGStatsReader(cfg.DatabaseURL)
 		if err != nil {
 			return nil, bad("probes.database: %v", err)
@@ -463,6 +483,9 @@ collect:
 				w.Probes.Database = DatabaseDelta(s.pgPrev, r.pg, w.Requests)
 			}
 			s.pgPrev, s.pgSeq = r.pg, seq
+		case ProbeSQLite:
+			sq := r.sqlite
+			w.Probes.SQLite = &sq
 		case ProbeMetric:
 			heap = &r.heap
 		case ProbeGCHook, ProbeInspector:
@@ -564,6 +587,9 @@ func (s *Sampler) Close() error {
 	if s.pg != nil {
 		errs = append(errs, s.pg.Close())
 	}
+	if s.sqlite != nil {
+		errs = append(errs, s.sqlite.Close())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close probes: %w", err)
 	}
@@ -607,6 +633,11 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 	}
 	st, err := s.pg.Read(ctx)
 	return reading{pg: st, err: err}
+}
+
+func (s *Sampler) readSQLite(ctx context.Context, _ *window.Window, _ time.Time) reading {
+	sq, err := s.sqlite.Read(ctx)
+	return reading{sqlite: sq, err: err}
 }
 
 // everyN reports whether window index i is a checkpoint of a probe run every

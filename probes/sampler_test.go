@@ -71,7 +71,7 @@ func TestNewConfigErrors(t *testing.T) {
 		},
 		{
 			name: "database asked without one",
-			cfg:  Config{Spec: scenarios.Probes{Database: ptr(true)}},
+			cfg:  Config{Spec: scenarios.Probes{Database: &scenarios.DatabaseProbe{Postgres: ptr(true)}}},
 			want: "probes.database: there is no database to sample",
 		},
 		{
@@ -109,7 +109,7 @@ func TestNewEnabledProbes(t *testing.T) {
 		{name: "local process by default", cfg: Config{TargetURL: target, PID: os.Getpid()}, want: []string{ProbeProcess}},
 		{name: "process turned off", cfg: Config{PID: os.Getpid(), Spec: scenarios.Probes{Process: ptr(false)}}, want: []string{}},
 		{name: "database by default", cfg: Config{DatabaseURL: "postgres://u@127.0.0.1/db"}, want: []string{ProbeDatabase}},
-		{name: "database turned off", cfg: Config{DatabaseURL: "postgres://u@127.0.0.1/db", Spec: scenarios.Probes{Database: ptr(false)}}, want: []string{}},
+		{name: "database turned off", cfg: Config{DatabaseURL: "postgres://u@127.0.0.1/db", Spec: scenarios.Probes{Database: &scenarios.DatabaseProbe{Postgres: ptr(false)}}}, want: []string{}},
 		{
 			name: "everything",
 			cfg:  Config{TargetURL: target, PID: os.Getpid(), DatabaseURL: "postgres://u@127.0.0.1/db", Spec: scenarios.Probes{Heap: allHeap}},

@@ -290,7 +290,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	}
 	env.Network = netName
 
-	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation}
+	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation, EnvDir: ContainerEnvDir}
+	envVol, err := d.envVolume(ctx, &env, labels)
+	if err != nil {
+		return env, err
+	}
 	if kind == "postgres" {
 		db, tdb, err := d.startPostgres(ctx, env, dbImage, offline, spec.Database, labels)
 		if db != nil {
@@ -348,6 +352,7 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		testcontainers.WithLabels(labels),
 		tcnetwork.WithNetworkName([]string{"target"}, netName),
 		testcontainers.WithExposedPorts(exposed...),
+		testcontainers.WithMounts(testcontainers.VolumeMount(envVol, ContainerEnvDir)),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.PortBindings = bindings
 			hc.Resources = limits
@@ -394,6 +399,34 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		return env, err
 	}
 	return env, nil
+}
+
+// ContainerEnvDir is where the docker provider mounts the environment's
+// volume in the target, and what {{.EnvDir}} renders to in target.env and
+// target.command: a target that keeps its files there (a SQLite database,
+// PocketBase's pb_data) can be read by the probes from this host.
+const ContainerEnvDir = "/longhaul/env"
+
+// envVolume creates the environment's labelled volume and records its
+// mountpoint in env.EnvDir. The mountpoint is made writable for every user
+// (mode 1777, like /tmp), since the target may run as any user and a new
+// volume's directory belongs to root; a worker that may not do that (not
+// root) leaves it as it is, with a note.
+func (d *Docker) envVolume(ctx context.Context, env *Environment, labels map[string]string) (string, error) {
+	name := "longhaul-" + env.ID + "-env"
+	res, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: labels})
+	if err != nil {
+		return "", fmt.Errorf("create the environment volume %s: %w", name, err)
+	}
+	if mp := res.Volume.Mountpoint; mp != "" {
+		if err := os.Chmod(mp, 0o777|os.ModeSticky); err != nil {
+			note := fmt.Sprintf("the environment volume's directory %s is not writable for every user (%v): a target that does not run as root cannot write %s", mp, err, ContainerEnvDir)
+			d.opts.Logger.Warn(note)
+			env.Notes = append(env.Notes, note)
+		}
+		env.EnvDir = mp
+	}
+	return name, nil
 }
 
 // readyLine is what PostgreSQL logs when it accepts connections. On a first

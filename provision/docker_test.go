@@ -108,7 +108,7 @@ func TestDockerTargetWithPostgres(t *testing.T) {
 		Provider: "docker",
 		Target: scenarios.Target{
 			Image:         img,
-			Env:           map[string]string{"DATABASE_URL": "{{.Database.URL}}"},
+			Env:           map[string]string{"DATABASE_URL": "{{.Database.URL}}", "DATA_FILE": "{{.EnvDir}}/data.db"},
 			Health:        "/health",
 			HealthTimeout: scenarios.Duration(30 * time.Second),
 			Resources:     scenarios.Resources{Memory: "256m", CPUs: 0.5, PIDs: 100},
@@ -133,6 +133,14 @@ func TestDockerTargetWithPostgres(t *testing.T) {
 	}
 	if got := get(t, env.TargetURL+"/env/DATABASE_URL"); got != db.TargetURL {
 		t.Errorf("target DATABASE_URL = %q, want %q", got, db.TargetURL)
+	}
+	// {{.EnvDir}}: the environment volume, at /longhaul/env in the
+	// container and at env.EnvDir on this host, writable for any user.
+	if got := get(t, env.TargetURL+"/env/DATA_FILE"); got != ContainerEnvDir+"/data.db" {
+		t.Errorf("target DATA_FILE = %q, want %s/data.db", got, ContainerEnvDir)
+	}
+	if st, err := os.Stat(env.EnvDir); err != nil || st.Mode()&os.ModePerm != 0o777 || st.Mode()&os.ModeSticky == 0 {
+		t.Errorf("env.EnvDir %q: %v, %v; want a directory with mode 1777", env.EnvDir, st.Mode(), err)
 	}
 	if got := get(t, env.TargetURL+"/dial?addr=db:5432"); got != "ok\n" {
 		t.Errorf("target cannot reach db:5432 on the run's network: %q", got)
@@ -187,8 +195,8 @@ func TestDockerTargetWithPostgres(t *testing.T) {
 				hc.Memory, hc.MemorySwap, hc.NanoCPUs, hc.PidsLimit)
 		}
 	}
-	if c, n, v := labelled(t, d, LabelEnv, env.ID); c != 2 || n != 1 || v != 1 {
-		t.Errorf("labelled resources: %d containers, %d networks, %d volumes; want 2, 1, 1", c, n, v)
+	if c, n, v := labelled(t, d, LabelEnv, env.ID); c != 2 || n != 1 || v != 2 {
+		t.Errorf("labelled resources: %d containers, %d networks, %d volumes; want 2, 1, 2 (database, environment)", c, n, v)
 	}
 	if err := d.Check(ctx, env); err != nil {
 		t.Errorf("Check: %v", err)
@@ -377,8 +385,8 @@ func TestDockerSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 2 || !strings.HasPrefix(removed[0], "container ") || !strings.HasPrefix(removed[1], "network ") {
-		t.Errorf("removed %q, want the over run's container and network", removed)
+	if len(removed) != 3 || !strings.HasPrefix(removed[0], "container ") || !strings.HasPrefix(removed[1], "network ") || !strings.HasPrefix(removed[2], "volume ") {
+		t.Errorf("removed %q, want the over run's container, network and environment volume", removed)
 	}
 	assertNoLabelled(t, d, LabelRun, "sweep-over")
 	if err := other.Check(ctx, envs[0]); err != nil {

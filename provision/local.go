@@ -82,6 +82,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		return env, fmt.Errorf("create state directory: %w", err)
 	}
 	env.Target.DataDir = envDir
+	env.EnvDir = envDir
 	if err := writeState(envDir, env); err != nil {
 		return env, err
 	}

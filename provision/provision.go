@@ -161,6 +161,14 @@ type Environment struct {
 	// it is published on (docker provider; nil for local targets).
 	Ports map[int]int `json:"ports,omitempty"`
 
+	// EnvDir is the environment's own directory on this host, which
+	// {{.EnvDir}} names: the local provider's environment directory; for
+	// the docker provider the mountpoint of the environment's volume
+	// (labelled like the rest), mounted in the target at ContainerEnvDir,
+	// which is what {{.EnvDir}} renders to inside the container. Probes read
+	// the target's files there (probes.database.sqlite).
+	EnvDir string `json:"env_dir,omitempty"`
+
 	// Network is the docker network of the run (docker provider).
 	Network string `json:"network,omitempty"`
 	// Image is the target image used (docker), with the commit it was built

@@ -16,8 +16,9 @@ type templateData struct {
 	Port        int
 	RunID       string
 	Incarnation int
-	// EnvDir is the environment's own directory (local provider; "" for
-	// docker), removed at teardown; the build sees it as $LONGHAUL_ENV_DIR.
+	// EnvDir is the environment's own directory, removed at teardown: the
+	// local provider's (the build sees it as $LONGHAUL_ENV_DIR), or, in a
+	// docker target, ContainerEnvDir, where its environment volume is.
 	EnvDir string
 	// Database is nil when no database was provisioned, so {{.Database.URL}}
 	// fails loudly instead of rendering an empty DSN.

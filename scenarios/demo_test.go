@@ -64,7 +64,7 @@ func TestDemoScenario(t *testing.T) {
 		{"window", demo.Load.Window.D().String(), "10s"},
 		{"heap metric", demo.Probes.Heap != nil && demo.Probes.Heap.Metric != nil, true},
 		{"gc hook", demo.Probes.Heap != nil && demo.Probes.Heap.GCHook != nil, true},
-		{"database probe", demo.Probes.Database != nil && *demo.Probes.Database, true},
+		{"database probe", func() bool { on, set := demo.Probes.PostgresOn(); return on && set }(), true},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

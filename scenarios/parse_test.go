@@ -260,6 +260,14 @@ probes:
 			`7: heap.inspector.port must be within 1..65535, got 70000`,
 			`7: heap.inspector.every is a number of windows and must be ≥ 1, got -1`}},
 		{"empty heap", "name: x\n" + ops + "probes: {heap: {}}\n", []string{`3: probes.heap needs at least one of metric, gc_hook, inspector`}},
+		{"database probe", "name: x\n" + ops + "probes:\n  database:\n    postgres: true\n", []string{
+			`5: unknown key "postgres" in probes.database (known keys: sqlite; or write database: true for PostgreSQL)`}},
+		{"database probe type", "name: x\n" + ops + "probes: {database: 3}\n", []string{
+			`3: probes.database is true, false (PostgreSQL statistics) or {sqlite: PATH}, got a number`}},
+		{"sqlite path", "name: x\n" + ops + "probes:\n  database: {sqlite: ''}\n", []string{
+			`4: probes.database.sqlite needs the path of the target's SQLite file, e.g. "{{.EnvDir}}/data.db"`}},
+		{"sqlite template", "name: x\n" + ops + "probes:\n  database:\n    sqlite: '{{.EnvDir'\n", []string{
+			`5: probes.database.sqlite: template: sqlite:1: unclosed action`}},
 		{"think type", "name: x\nops:\n  - name: a\n    request: {path: /}\n    think: [1s]\n", []string{
 			"5: think is a duration (100ms) or {min: 50ms, max: 150ms}, got a list"}},
 		{"json keys", "name: x\nops:\n  - name: a\n    request:\n      path: /\n      json: {1: a}\n", []string{"6: json object keys must be strings"}},
@@ -464,5 +472,40 @@ func TestValidateWithoutYAML(t *testing.T) {
 				t.Errorf("Validate did not fill defaults: %+v", s)
 			}
 		})
+	}
+}
+
+func TestParseDatabaseProbe(t *testing.T) {
+	for _, tt := range []struct {
+		yaml     string
+		on, set  bool
+		sqlite   string
+		jsonOfIt string
+	}{
+		{"database: true", true, true, "", `true`},
+		{"database: false", false, true, "", `false`},
+		{"database: {sqlite: '{{.EnvDir}}/pb_data/data.db'}", false, false, "{{.EnvDir}}/pb_data/data.db", `{"sqlite":"{{.EnvDir}}/pb_data/data.db"}`},
+	} {
+		s, err := Parse([]byte("name: x\nops: [{name: a, request: {path: /}}]\nprobes: {"+tt.yaml+"}\n"), "")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		on, set := s.Probes.PostgresOn()
+		if on != tt.on || set != tt.set || s.Probes.SQLitePath() != tt.sqlite {
+			t.Errorf("%s: PostgresOn %v,%v SQLitePath %q; want %v,%v %q", tt.yaml, on, set, s.Probes.SQLitePath(), tt.on, tt.set, tt.sqlite)
+		}
+		// Workflow payloads and stored scenarios: the boolean form keeps
+		// its old JSON shape, and both forms round-trip.
+		b, err := json.Marshal(s.Probes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"database":` + tt.jsonOfIt + `}`; string(b) != want {
+			t.Errorf("%s: JSON %s, want %s", tt.yaml, b, want)
+		}
+		var back Probes
+		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, s.Probes) {
+			t.Errorf("%s: JSON round trip %+v (%v), want %+v", tt.yaml, back, err, s.Probes)
+		}
 	}
 }

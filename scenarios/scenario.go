@@ -150,7 +150,8 @@ type Target struct {
 	// Command is the argv of the target process (local provider). With
 	// provider docker it overrides the image's command; in an auto spec it is
 	// the local provider's only. Arguments are templates like Env's, plus
-	// {{.EnvDir}}, the environment's own directory (local provider).
+	// {{.EnvDir}}, the environment's own directory (local provider; a docker
+	// target has its environment volume there, /longhaul/env).
 	Command []string `yaml:"command" json:"command,omitempty"`
 	// Dir is the working directory of Command (local provider).
 	Dir string `yaml:"dir" json:"dir,omitempty"`
@@ -210,8 +211,44 @@ type Probes struct {
 	// runs the target; off for a bare URL).
 	Process *bool `yaml:"process" json:"process,omitempty"`
 	Heap    *Heap `yaml:"heap" json:"heap,omitempty"`
-	// Database samples pg_stat_* (default on when database.kind is postgres).
-	Database *bool `yaml:"database" json:"database,omitempty"`
+	// Database samples the target's database: `database: true|false`
+	// turns PostgreSQL's statistics (pg_stat_*) on or off (default on when
+	// database.kind is postgres); `database: {sqlite: PATH}` reads the
+	// target's SQLite file instead (see DatabaseProbe).
+	Database *DatabaseProbe `yaml:"database" json:"database,omitempty"`
+}
+
+// DatabaseProbe is the probes.database setting.
+type DatabaseProbe struct {
+	// Postgres is `database: true` or `false`; nil in the SQLite form.
+	Postgres *bool
+	// SQLite is the path of the target's SQLite database file, read
+	// read-only each window (table rows, file size). It is a template like
+	// target.env, rendered when the environment is up: {{.EnvDir}},
+	// {{.RunID}}, {{.Incarnation}}. {{.EnvDir}} is the environment's own
+	// directory: the local provider's, or a docker target's environment
+	// volume (mounted at /longhaul/env in the container, read from this
+	// host by the probe), so a container's file must be under it: point the
+	// target there too, e.g. env DEMO_SQLITE: "{{.EnvDir}}/demo.db" and
+	// sqlite: "{{.EnvDir}}/demo.db".
+	SQLite string
+}
+
+// PostgresOn reports whether the scenario turns the PostgreSQL probe on
+// (true), off (false), or leaves it to the default (set is false).
+func (p Probes) PostgresOn() (on, set bool) {
+	if p.Database == nil || p.Database.Postgres == nil {
+		return false, false
+	}
+	return *p.Database.Postgres, true
+}
+
+// SQLitePath is the probes.database.sqlite template, "" when unset.
+func (p Probes) SQLitePath() string {
+	if p.Database == nil {
+		return ""
+	}
+	return p.Database.SQLite
 }
 
 // Heap configures the post-GC heap probe; any combination of sources may be set.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"text/template"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -510,6 +511,17 @@ const (
 )
 
 func (v *validator) validateProbes() {
+	if d := v.s.Probes.Database; d != nil && d.Postgres == nil {
+		where := p("probes", "database", "sqlite")
+		switch path := strings.TrimSpace(d.SQLite); {
+		case path == "":
+			v.errf(where, "probes.database.sqlite needs the path of the target's SQLite file, e.g. \"{{.EnvDir}}/data.db\"")
+		default:
+			if _, err := template.New("sqlite").Option("missingkey=error").Parse(d.SQLite); err != nil {
+				v.errf(where, "probes.database.sqlite: %v", err)
+			}
+		}
+	}
 	h := v.s.Probes.Heap
 	if h == nil {
 		return

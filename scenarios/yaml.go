@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -96,6 +97,69 @@ func (t *Think) UnmarshalYAML(n *yaml.Node) error {
 	default:
 		return typeErrorf(n, "think is a duration (100ms) or {min: 50ms, max: 150ms}, got a %s", kindName(n))
 	}
+}
+
+// UnmarshalYAML reads `true`, `false` or `{sqlite: PATH}`.
+func (d *DatabaseProbe) UnmarshalYAML(n *yaml.Node) error {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return typeErrorf(n, "%v", err)
+		}
+		*d = DatabaseProbe{Postgres: &b}
+		return nil
+	case n.Kind == yaml.MappingNode:
+		var errs []string
+		var out DatabaseProbe
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value != "sqlite" {
+				errs = append(errs, fmt.Sprintf("line %d: unknown key %q in probes.database (known keys: sqlite; or write database: true for PostgreSQL)", k.Line, k.Value))
+				continue
+			}
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+				errs = append(errs, fmt.Sprintf("line %d: probes.database.sqlite is the path of the target's SQLite file, got a %s", v.Line, kindName(v)))
+				continue
+			}
+			out.SQLite = v.Value
+		}
+		if len(errs) > 0 {
+			return &yaml.TypeError{Errors: errs}
+		}
+		*d = out
+		return nil
+	}
+	return typeErrorf(n, "probes.database is true, false (PostgreSQL statistics) or {sqlite: PATH}, got a %s", kindName(n))
+}
+
+// MarshalJSON writes the boolean form as a boolean (as it was before the
+// SQLite form existed, so stored scenarios and workflow payloads keep their
+// shape) and the SQLite form as {"sqlite": PATH}.
+func (d DatabaseProbe) MarshalJSON() ([]byte, error) {
+	if d.SQLite == "" && d.Postgres != nil {
+		return json.Marshal(*d.Postgres)
+	}
+	return json.Marshal(struct {
+		SQLite string `json:"sqlite"`
+	}{d.SQLite})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *DatabaseProbe) UnmarshalJSON(b []byte) error {
+	var on bool
+	if err := json.Unmarshal(b, &on); err == nil {
+		*d = DatabaseProbe{Postgres: &on}
+		return nil
+	}
+	var v struct {
+		SQLite string `json:"sqlite"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("probes.database: want true, false or {\"sqlite\": PATH}: %w", err)
+	}
+	*d = DatabaseProbe{SQLite: v.SQLite}
+	return nil
 }
 
 // kindName names a node's kind for error messages.

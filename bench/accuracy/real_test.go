@@ -166,7 +166,7 @@ func soak(t *testing.T, bin string, sc *scenarios.Scenario, cluster string, env 
 	load.Duration, load.Window = scenarios.Duration(duration), scenarios.Duration(3*time.Second)
 	on := true
 	spec := sc.Probes
-	spec.Process, spec.Database = &on, &on
+	spec.Process, spec.Database = &on, &scenarios.DatabaseProbe{Postgres: &on}
 	sampler, err := probes.New(probes.Config{Spec: spec, TargetURL: base, PID: cmd.Process.Pid, DatabaseURL: dsn, Window: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -140,6 +140,7 @@ func toActivityEnv(e provision.Environment) (activities.Environment, error) {
 		out.DatabaseURL = e.Database.URL
 		out.DatabasePID, out.DatabaseContainerID = e.Database.Process.PID, e.Database.Process.ContainerID
 	}
+	out.EnvDir = e.EnvDir
 	return out, nil
 }
 
