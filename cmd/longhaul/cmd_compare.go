@@ -50,6 +50,7 @@ type compareFlags struct {
 	namespace      string
 	metricsAddr    string
 	uiAddr         string
+	verbose        bool
 	storeFlags
 }
 
@@ -110,6 +111,7 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the comparison, serve the browser UI on HOST:PORT (default a free port)")
+	verboseFlag(fs, &f.verbose)
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -301,14 +303,18 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if err != nil {
 		return err
 	}
-	log := a.logger()
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
 	st := svc.store
-	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, log)
+	lg, err := a.openLogs(svc.dataDir, f.verbose)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, lg)
 	if err != nil {
 		return err
 	}
@@ -353,7 +359,12 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if f.temporal == "" {
 		note = fmt.Sprintf("comparison %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", p.rec.ID, svc.dataDir)
 	}
-	return a.followComparison(ctx, c, st, wr, p, f.failOnWorse, note)
+	err = a.followComparison(ctx, c, st, wr, p, f.failOnWorse, note)
+	var silent errSilent
+	if errors.As(err, &silent) && silent.code == exitFailed {
+		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", lg.path)
+	}
+	return err
 }
 
 // followComparison prints each round as it ends (and the equivalence

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -40,6 +39,7 @@ type runFlags struct {
 	targetEnv   []string
 	metricsAddr string
 	uiAddr      string
+	verbose     bool
 	failOn      failOnFlag
 	storeFlags
 }
@@ -87,6 +87,7 @@ input, 3 completed but the gate failed.`,
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
+	verboseFlag(fs, &f.verbose)
 	f.failOn.register(fs)
 	f.storeFlags.register(fs)
 	return cmd
@@ -106,6 +107,8 @@ type soakPlan struct {
 	failOn    analysis.Severity
 	// detachNote is printed when the user detaches (a second Ctrl-C).
 	detachNote string
+	// logPath is the Temporal log file, named when the run fails.
+	logPath string
 }
 
 // planSoak validates the command line and the scenario.
@@ -215,15 +218,20 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	if err != nil {
 		return err
 	}
-	log := a.logger()
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
 	st := svc.store
+	lg, err := a.openLogs(svc.dataDir, f.verbose)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	p.logPath = lg.path
 
-	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, log)
+	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, lg)
 	if err != nil {
 		return err
 	}
@@ -276,7 +284,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 // connect returns a Temporal client: of the cluster at temporal, or —
 // when temporal is empty — of an embedded server on the data directory,
 // with a worker in this process. stop closes everything it started.
-func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string, log *slog.Logger) (c client.Client, hostPort string, stop func(), err error) {
+func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string, lg *logs) (c client.Client, hostPort string, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -290,7 +298,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 	}()
 	hostPort = temporal
 	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, log)
+		srv, err := a.startDevServer(ctx, svc.dataDir, 0, lg.temporal)
 		if err != nil {
 			return nil, "", stop, err
 		}
@@ -298,12 +306,12 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 		hostPort = srv.Address()
 		namespace = srv.Namespace()
 	}
-	if c, err = a.dialTemporal(ctx, hostPort, namespace, log); err != nil {
+	if c, err = a.dialTemporal(ctx, hostPort, namespace, lg.temporal); err != nil {
 		return nil, hostPort, stop, err
 	}
 	stops = append(stops, c.Close)
 	if temporal == "" {
-		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, log)
+		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, lg.own)
 		if err != nil {
 			return nil, hostPort, stop, err
 		}
@@ -377,7 +385,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 			}
 			// Stop, not Clear: the summary below must not redraw the bar.
 			progress.Stop()
-			return a.finishReport(ctx, st, runID, p.format, out, totals.Summary(), report.ProbeProblems(failures))
+			return a.finishReport(ctx, st, runID, p, out, totals.Summary(), report.ProbeProblems(failures))
 		}
 	}
 }
@@ -385,7 +393,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 // finishReport prints the end of a followed run — the summary, probe
 // problems, findings, thresholds and gate — and maps the outcome to the exit
 // code.
-func (a *app) finishReport(ctx context.Context, st store.Store, runID string, format report.Format, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
+func (a *app) finishReport(ctx context.Context, st store.Store, runID string, p soakPlan, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", runID, err)
@@ -398,19 +406,24 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 	if err != nil {
 		return err
 	}
-	if format == report.JSON {
+	if p.format == report.JSON {
 		if err := writeReportObject(a.stdout, run, sum, fs, problems, v); err != nil {
 			return err
 		}
 	} else {
-		if err := out.Summary(sum); err != nil {
-			return fmt.Errorf("write output: %w", err)
+		// A run that ended before its first window (a missing image, a
+		// failed build) has no summary to show: its reason is the report.
+		if sum.Windows > 0 || sum.Gaps > 0 {
+			if err := out.Summary(sum); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			fmt.Fprintln(a.stdout)
 		}
 		status := string(run.Status)
 		if run.Reason != "" {
 			status += ": " + run.Reason
 		}
-		fmt.Fprintf(a.stdout, "\nrun %s %s\n", run.ID, status)
+		fmt.Fprintf(a.stdout, "run %s %s\n", run.ID, status)
 		report.WriteProbeProblems(a.stdout, problems)
 		report.WriteFindings(a.stdout, fs)
 		if v.gated() {
@@ -418,6 +431,9 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 			report.WriteThresholds(a.stdout, v.thresholds)
 			report.WriteGate(a.stdout, v.gate)
 		}
+	}
+	if run.Status == store.Failed && p.logPath != "" {
+		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", p.logPath)
 	}
 	return v.err()
 }

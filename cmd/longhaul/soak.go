@@ -86,6 +86,7 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Builder:     refBuilder{provision.Options{DataDir: dataDir, Logger: log}},
 		Probes:      activities.ServerProbes(log),
 		Analyzer:    activities.Findings,
+		Refs:        gitRefs{},
 		Metrics:     set,
 		Logger:      log,
 	}
@@ -117,6 +118,17 @@ func (b refBuilder) Build(ctx context.Context, req activities.BuildRequest) (sto
 	}
 	out.Commit, out.Artifact = commit, dir
 	return out, nil
+}
+
+// gitRefs resolves a scheduled run's git ref with package provision.
+type gitRefs struct{}
+
+func (gitRefs) ResolveRef(ctx context.Context, repo, ref string) (string, error) {
+	return provision.ResolveRef(ctx, repo, ref)
+}
+
+func (gitRefs) HeadCommit(ctx context.Context, dir string) string {
+	return provision.HeadCommit(ctx, dir)
 }
 
 // provisionAdapter presents a provision.Provisioner as the activities'
