@@ -109,6 +109,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.uiCmd(),
 		a.importCmd(),
 		a.exportCmd(),
+		a.scheduleCmd(),
 	)
 	return root
 }
