@@ -102,6 +102,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.comparisonsCmd(),
 		a.devCmd(),
 		a.workerCmd(),
+		a.serverCmd(),
+		a.healthcheckCmd(),
 		a.runsCmd(),
 		a.reportCmd(),
 		a.analyzeCmd(),
