@@ -108,6 +108,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.importCmd(),
 		a.exportCmd(),
 		a.scheduleCmd(),
+		a.historyCmd(),
 	)
 	return root
 }
