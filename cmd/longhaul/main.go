@@ -100,6 +100,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.runCmd(),
 		a.devCmd(),
 		a.workerCmd(),
+		a.serverCmd(),
+		a.healthcheckCmd(),
 		a.runsCmd(),
 		a.reportCmd(),
 		a.analyzeCmd(),
