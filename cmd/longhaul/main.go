@@ -112,6 +112,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.importCmd(),
 		a.exportCmd(),
 		a.scheduleCmd(),
+		a.historyCmd(),
 	)
 	return root
 }
