@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -305,5 +306,73 @@ ops:
 				t.Errorf("stderr is not one line mentioning %q:\n%s", tt.stderr, r.stderr)
 			}
 		})
+	}
+}
+
+// TestCompareLocalRefs: --a and --b name git refs of a repository whose
+// app/burn file differs (0 and 400 µs of CPU per request); the local
+// provider builds each ref once from its commit's tree (cached under the
+// data directory by commit) and runs the target in that tree, so B is
+// worse on CPU per request and the report names both commits.
+func TestCompareLocalRefs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end comparison")
+	}
+	bin := buildDemoTarget(t)
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.MkdirAll(filepath.Join(repo, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct{ tag, burn string }{{"base", "0"}, {"slow", "400"}} {
+		if err := os.WriteFile(filepath.Join(repo, "app", "burn"), []byte(v.burn+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git("add", ".")
+		git("commit", "-q", "-m", v.tag)
+		git("tag", v.tag)
+	}
+	file := writeScenario(t, fmt.Sprintf(`name: e2e-compare-refs
+load: {vus: 4, duration: 3s, window: 1s, warmup: 1s, timeout: 5s}
+environment:
+  provider: local
+  target:
+    dir: %q
+    build:
+      command: cp %q "$LONGHAUL_ENV_DIR/demo-target"
+    command: ["sh", "-c", "DEMO_CPU_BURN_US=$(cat burn) exec {{.EnvDir}}/demo-target"]
+    health: /health
+    health_timeout: 30s
+ops:
+  - name: list
+    weight: 1
+    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
+probes:
+  process: true
+`, filepath.Join(repo, "app"), bin))
+	data := t.TempDir()
+	r := runCompare(t, 4*time.Minute, file, "--data", data, "--a", "base", "--b", "slow", "--pairs", "3",
+		"--equivalence", "20", "--disturbed-above", "off")
+	if r.code != exitOK || r.obj.Status != store.Completed {
+		t.Fatalf("exit %d, status %s (%s); stderr:\n%s", r.code, r.obj.Status, r.obj.Reason, r.stderr)
+	}
+	if len(r.obj.A.Commit) != 40 || len(r.obj.B.Commit) != 40 || r.obj.A.Commit == r.obj.B.Commit || r.obj.SameBuild {
+		t.Errorf("sides %+v %+v: want two different commits", r.obj.A, r.obj.B)
+	}
+	if got, _ := r.verdict("cpu_us_per_request"); got != "worse" {
+		t.Errorf("cpu_us_per_request %s, want worse: %+v", got, r.obj.Verdicts)
+	}
+	builds, _ := filepath.Glob(filepath.Join(data, "builds", "*"))
+	if len(builds) != 2 {
+		t.Errorf("builds %v, want one per commit", builds)
 	}
 }
