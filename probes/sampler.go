@@ -156,6 +156,9 @@ type reading struct {
 	heap   int64
 	pg     PGStats
 	sqlite window.SQLite
+	node   *window.NodeMemory
+	loop   *window.Pauses // event-loop delay (Node.js)
+	pauses *window.Pauses // GC pauses (Go metrics page)
 	err    error
 }
 
@@ -492,6 +495,9 @@ collect:
 			if forced == nil {
 				forced = &r.heap
 			}
+			if src.name == ProbeInspector {
+				w.Probes.Node, w.Probes.EventLoopDelay = r.node, r.loop
+			}
 		}
 	}
 	switch {
@@ -617,8 +623,8 @@ func (s *Sampler) readGCHook(ctx context.Context, _ *window.Window, _ time.Time)
 }
 
 func (s *Sampler) readInspector(ctx context.Context, _ *window.Window, _ time.Time) reading {
-	n, err := s.insp.HeapAfterGC(ctx)
-	return reading{heap: n, err: err}
+	r, err := s.insp.NodeAfterGC(ctx)
+	return reading{heap: r.HeapBytes, node: r.Memory, loop: r.EventLoopDelay, err: err}
 }
 
 func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Time) reading {
