@@ -104,7 +104,8 @@ type NodeReading struct {
 // installs, once, an event-loop delay histogram (10 ms resolution, the
 // Node.js default) under a global symbol, and returns as JSON
 // process.memoryUsage() and the histogram's count, p50, p99 and max (in
-// nanoseconds) since the last call, which it resets. require comes from the
+// nanoseconds, less the 10 ms sampling interval that every sample includes)
+// since the last call, which it resets. require comes from the
 // inspector's command-line API (includeCommandLineAPI), or
 // process.getBuiltinModule on newer Node.js, or the main module.
 const nodeRuntimeExpr = `(() => {
@@ -122,7 +123,8 @@ const nodeRuntimeExpr = `(() => {
   const out = { heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers || 0, rss: m.rss };
   if (h && !fresh) {
     const n = typeof h.count === 'number' ? h.count : -1; // count: Node.js 17.4+
-    out.eld = { count: n, p50: n ? h.percentile(50) : 0, p99: n ? h.percentile(99) : 0, max: n ? h.max : 0 };
+    const d = (v) => Math.max(0, v - 10e6); // a sample is the 10 ms interval plus the delay
+    out.eld = { count: n, p50: n ? d(h.percentile(50)) : 0, p99: n ? d(h.percentile(99)) : 0, max: n ? d(h.max) : 0 };
   }
   if (h) h.reset();
   return JSON.stringify(out);

@@ -276,8 +276,8 @@ func TestSampleNodeOffHeap(t *testing.T) {
 		if i > 0 && w.Probes.EventLoopDelay == nil {
 			t.Errorf("window %d: no event-loop delay reading", i)
 		}
-		if d := w.Probes.EventLoopDelay; d != nil && (d.Count <= 0 || d.P50Ms <= 0 || d.P99Ms < d.P50Ms || d.MaxMs < d.P99Ms) {
-			t.Errorf("window %d: event-loop delay %+v, want samples with 0 < p50 <= p99 <= max", i, *d)
+		if d := w.Probes.EventLoopDelay; d != nil && (d.Count <= 0 || d.P50Ms < 0 || d.P99Ms < d.P50Ms || d.MaxMs < d.P99Ms) {
+			t.Errorf("window %d: event-loop delay %+v, want samples with 0 <= p50 <= p99 <= max", i, *d)
 		}
 		ws = append(ws, w)
 	}
