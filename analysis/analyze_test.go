@@ -666,6 +666,26 @@ func TestOffHeapLeak(t *testing.T) {
 	if f.Evidence.Notes["rss_after"] <= f.Evidence.Notes["rss_before"] {
 		t.Errorf("rss before/after %v/%v, want growth", f.Evidence.Notes["rss_before"], f.Evidence.Notes["rss_after"])
 	}
+	// A Go target's RSS growing with a flat heap: native memory, a leak;
+	// the same with an embedded SQLite file (its page cache fills outside
+	// the heap as the file grows): an info note.
+	native := func(sqlite bool) []window.Window {
+		return windows(30, func(i int, w *window.Window) {
+			w.Probes.HeapBytes = bytesPtr(10*mib + float64(i%3)*0.1*mib)
+			w.Probes.RSSBytes = bytesPtr(30*mib + float64(i)*6000*600)
+			if sqlite {
+				w.Probes.SQLite = &window.SQLite{FileBytes: int64(i) << 20, Tables: []window.SQLiteTable{{Name: "items", Rows: int64(1000 * (i + 1))}}}
+			}
+		})
+	}
+	f, ok = find(Analyze(native(false), DefaultOptions()), KindLeak)
+	if !ok || f.Severity != Critical || !strings.HasPrefix(f.Summary, "RSS grew") || f.Evidence.Notes["off_heap"] != 1 {
+		t.Errorf("native growth: %v %s %q, want a critical leak outside the heap", ok, f.Severity, f.Summary)
+	}
+	f, ok = find(Analyze(native(true), DefaultOptions()), KindLeak)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "embeds SQLite") {
+		t.Errorf("RSS of a SQLite target: %v %s %q, want an info note about SQLite's page cache", ok, f.Severity, f.Summary)
+	}
 }
 
 func TestPausesFinding(t *testing.T) {
