@@ -233,6 +233,12 @@ func TestRunPage(t *testing.T) {
 	if err := json.Unmarshal([]byte(u.mustGet("/runs/run-2/state", "application/json")), &state); err != nil || state["windows"] != 6.0 || state["status"] != "running" {
 		t.Errorf("state = %v, %v", state, err)
 	}
+	// The page carries the state it was rendered in: the poll's baseline is
+	// the page, not the first answer (a window closing before the first poll
+	// would otherwise never show).
+	if key, _ := state["key"].(string); key == "" || !strings.Contains(running, `data-key="`+key+`"`) {
+		t.Errorf("running page does not carry its state key %q", key)
+	}
 
 	for _, tt := range []struct {
 		path string

@@ -176,7 +176,16 @@ func (s *Server) runState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(map[string]any{"status": run.Status, "windows": c[id].Windows, "findings": len(fs), "done": run.Status.Done()})
+	return json.NewEncoder(w).Encode(map[string]any{"status": run.Status, "windows": c[id].Windows, "findings": len(fs), "done": run.Status.Done(),
+		"key": stateKey(run.Status, c[id].Windows, len(fs))})
+}
+
+// stateKey names what a live page shows: a page rendered with one key
+// refreshes its parts as soon as the poll reads another. The page carries
+// the key it was rendered with, so a window that closes between the page's
+// render and its first poll is not taken for the baseline.
+func stateKey(status store.Status, windows, findings int) string {
+	return fmt.Sprintf("%s/%d/%d", status, windows, findings)
 }
 
 // runData is what a run page is drawn from.
@@ -247,6 +256,13 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		LiveURL:   query(base+"/live", "from", itoa(q.From), "to", itoa(q.To), "op", q.Op, "tpage", itoa(q.TablePage)),
 		PointsURL: query(base+"/points", "from", itoa(q.From), "to", itoa(q.To), "op", q.Op),
 		CSVURL:    base + "/windows.csv", JSONURL: base + "/windows.json", ScenarioURL: base + "/scenario.yaml"}
+	if v.Live {
+		c, err := st.Counts(ctx, []string{id})
+		if err != nil {
+			return runView{}, err
+		}
+		v.StateKey = stateKey(run.Status, c[id].Windows, len(d.fs))
+	}
 	v.Build = v.Env.build()
 	v.Duration = runDuration(run, time.Now())
 	v.Round = roundOf(ctx, st, id)

@@ -250,6 +250,7 @@ type runView struct {
 	Base        string // the page's own address, without query
 	ResetZoom   string
 	StateURL    string
+	StateKey    string // the live state the page was rendered in (see stateKey)
 	LiveURL     string
 	CSVURL      string
 	JSONURL     string

@@ -19,7 +19,7 @@
 # in $LONGHAUL_OFFLINE_CACHE (default /var/cache/longhaul-offline when writable,
 # else ${TMPDIR:-/tmp}/longhaul-offline).
 #
-# Needs: docker, debootstrap (root), go. The Debian mirror is read from the apt
+# Needs: docker, debootstrap (root; installed with apt-get when missing), go. The Debian mirror is read from the apt
 # sources on this machine; set DEBIAN_MIRROR to override it.
 set -euo pipefail
 
@@ -195,11 +195,27 @@ ENTRYPOINT
 	chmod 755 "$1"
 }
 
+# ensure_debootstrap installs debootstrap with apt when it is missing (we are
+# root here), as .ci/run does; without apt it says what to install.
+ensure_debootstrap() {
+	command -v debootstrap >/dev/null && return
+	command -v apt-get >/dev/null ||
+		die "debootstrap is not installed and there is no apt-get here: install debootstrap with this system's package manager"
+	log "debootstrap is not installed; installing it with apt-get"
+	{
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
+	} >"$cache_dir/apt.log" 2>&1 ||
+		{ tail -n 20 "$cache_dir/apt.log" >&3; die "apt-get install debootstrap failed (log: $cache_dir/apt.log)"; }
+	command -v debootstrap >/dev/null || die "apt-get installed debootstrap but it is not on PATH"
+	log "installed debootstrap"
+}
+
 build_postgres() {
 	local rootfs=$cache_dir/postgres-rootfs debs=$cache_dir/debs mirror
 	mirror=$(debian_mirror)
-	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
-	[[ $(id -u) == 0 ]] || die "debootstrap needs root"
+	[[ $(id -u) == 0 ]] || die "debootstrap needs root (run this script as root)"
+	ensure_debootstrap
 
 	if [[ $refresh == 1 || ! -f $rootfs/.longhaul-complete ]]; then
 		rm -rf "$rootfs"

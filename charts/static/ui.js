@@ -193,10 +193,12 @@
   function live() {
     var run = document.getElementById("run");
     if (!run || !run.dataset.live) return;
-    var last = null, every = +run.dataset.poll || 2000;
+    // last starts at the state the page was rendered in, so a change
+    // between the render and the first poll is not missed.
+    var last = run.dataset.key || null, every = +run.dataset.poll || 2000;
     function tick() {
       fetch(run.dataset.state, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (st) {
-        var key = st.status + "/" + st.windows + "/" + st.findings;
+        var key = st.key;
         if (last !== null && key !== last) refresh();
         last = key;
         if (!st.done) setTimeout(tick, every);

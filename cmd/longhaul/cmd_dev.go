@@ -15,6 +15,7 @@ type devFlags struct {
 	worker      bool
 	metricsAddr string
 	uiAddr      string
+	verbose     bool
 	storeFlags
 }
 
@@ -39,6 +40,7 @@ starts again on the same data directory.`,
 	fs.BoolVar(&f.worker, "worker", true, "also run a worker in this process (--worker=false: the server only; run 'longhaul worker' beside it)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	uiAddrFlag(fs, &f.uiAddr, charts.DefaultAddr, "serve the browser UI on HOST:PORT (a free port when it is taken)")
+	verboseFlag(fs, &f.verbose)
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -47,18 +49,22 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return badInputf("--port %d: want 1..65535", f.port)
 	}
-	log := a.logger()
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, log)
+	lg, err := a.openLogs(svc.dataDir, f.verbose)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, lg.temporal)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), log)
+	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), lg.temporal)
 	if err != nil {
 		return err
 	}
@@ -72,7 +78,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	}
 	workerNote := "no worker"
 	if f.worker {
-		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, log)
+		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, lg.own)
 		if err != nil {
 			return err
 		}

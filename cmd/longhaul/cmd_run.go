@@ -39,6 +39,7 @@ type runFlags struct {
 	targetEnv   []string
 	metricsAddr string
 	uiAddr      string
+	verbose     bool
 	failOn      failOnFlag
 	storeFlags
 }
@@ -86,6 +87,7 @@ input, 3 completed but the gate failed.`,
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
+	verboseFlag(fs, &f.verbose)
 	f.failOn.register(fs)
 	f.storeFlags.register(fs)
 	return cmd
@@ -105,6 +107,8 @@ type soakPlan struct {
 	failOn    analysis.Severity
 	// detachNote is printed when the user detaches (a second Ctrl-C).
 	detachNote string
+	// logPath is the Temporal log file, named when the run fails.
+	logPath string
 }
 
 // planSoak validates the command line and the scenario.
@@ -214,17 +218,22 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	if err != nil {
 		return err
 	}
-	log := a.logger()
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
 	st := svc.store
+	lg, err := a.openLogs(svc.dataDir, f.verbose)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	p.logPath = lg.path
 
 	hostPort := f.temporal
 	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, log)
+		srv, err := a.startDevServer(ctx, svc.dataDir, 0, lg.temporal)
 		if err != nil {
 			return err
 		}
@@ -232,13 +241,13 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		hostPort = srv.Address()
 		f.namespace = srv.Namespace()
 	}
-	c, err := a.dialTemporal(ctx, hostPort, f.namespace, log)
+	c, err := a.dialTemporal(ctx, hostPort, f.namespace, lg.temporal)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if f.temporal == "" {
-		w, err := a.newSoakWorker(ctx, c, st, svc.dataDir, svc.metrics, log)
+		w, err := a.newSoakWorker(ctx, c, st, svc.dataDir, svc.metrics, lg.own)
 		if err != nil {
 			return err
 		}
@@ -354,7 +363,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 			}
 			// Stop, not Clear: the summary below must not redraw the bar.
 			progress.Stop()
-			return a.finishReport(ctx, st, runID, p.format, out, totals.Summary(), report.ProbeProblems(failures))
+			return a.finishReport(ctx, st, runID, p, out, totals.Summary(), report.ProbeProblems(failures))
 		}
 	}
 }
@@ -362,7 +371,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 // finishReport prints the end of a followed run — the summary, probe
 // problems, findings, thresholds and gate — and maps the outcome to the exit
 // code.
-func (a *app) finishReport(ctx context.Context, st store.Store, runID string, format report.Format, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
+func (a *app) finishReport(ctx context.Context, st store.Store, runID string, p soakPlan, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", runID, err)
@@ -375,19 +384,24 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 	if err != nil {
 		return err
 	}
-	if format == report.JSON {
+	if p.format == report.JSON {
 		if err := writeReportObject(a.stdout, run, sum, fs, problems, v); err != nil {
 			return err
 		}
 	} else {
-		if err := out.Summary(sum); err != nil {
-			return fmt.Errorf("write output: %w", err)
+		// A run that ended before its first window (a missing image, a
+		// failed build) has no summary to show: its reason is the report.
+		if sum.Windows > 0 || sum.Gaps > 0 {
+			if err := out.Summary(sum); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			fmt.Fprintln(a.stdout)
 		}
 		status := string(run.Status)
 		if run.Reason != "" {
 			status += ": " + run.Reason
 		}
-		fmt.Fprintf(a.stdout, "\nrun %s %s\n", run.ID, status)
+		fmt.Fprintf(a.stdout, "run %s %s\n", run.ID, status)
 		report.WriteProbeProblems(a.stdout, problems)
 		report.WriteFindings(a.stdout, fs)
 		if v.gated() {
@@ -395,6 +409,9 @@ func (a *app) finishReport(ctx context.Context, st store.Store, runID string, fo
 			report.WriteThresholds(a.stdout, v.thresholds)
 			report.WriteGate(a.stdout, v.gate)
 		}
+	}
+	if run.Status == store.Failed && p.logPath != "" {
+		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", p.logPath)
 	}
 	return v.err()
 }

@@ -12,6 +12,7 @@ type workerFlags struct {
 	temporal    string
 	namespace   string
 	metricsAddr string
+	verbose     bool
 	storeFlags
 }
 
@@ -37,6 +38,7 @@ host takes over the environments there; $LONGHAUL_HOST_QUEUE overrides it.`,
 	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (required)")
 	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	verboseFlag(fs, &f.verbose)
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -45,18 +47,22 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.temporal == "" {
 		return badInputf("--temporal HOST:PORT is required (for the embedded server use 'longhaul dev')")
 	}
-	log := a.logger()
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, log)
+	lg, err := a.openLogs(svc.dataDir, f.verbose)
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, lg.temporal)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, log)
+	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, lg.own)
 	if err != nil {
 		return err
 	}

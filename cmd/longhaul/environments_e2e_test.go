@@ -410,6 +410,16 @@ ops:
 				if !strings.Contains(tail, tt.wantTail) {
 					t.Errorf("the log lines under the reason lack %q:\n%s", tt.wantTail, tail)
 				}
+				// The terminal is for people: no summary table of no
+				// windows, no Temporal log lines, the reason once and
+				// where Temporal's own lines went.
+				if strings.Contains(r.stdout.String(), "summary:") {
+					t.Errorf("a run without windows printed a summary table:\n%s", r.stdout.String())
+				}
+				if e := r.stderr.String(); strings.Contains(e, "Activity error") || strings.Contains(e, "level=ERROR") ||
+					!strings.Contains(e, filepath.Join(data, temporalLogFile)) {
+					t.Errorf("stderr has Temporal's lines or lacks the log's path:\n%s", e)
+				}
 				if tt.docker {
 					checkNoLabelled(t, run.ID)
 				}

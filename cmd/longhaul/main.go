@@ -100,6 +100,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.runCmd(),
 		a.devCmd(),
 		a.workerCmd(),
+		a.serverCmd(),
+		a.healthcheckCmd(),
 		a.runsCmd(),
 		a.reportCmd(),
 		a.analyzeCmd(),
@@ -107,6 +109,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.uiCmd(),
 		a.importCmd(),
 		a.exportCmd(),
+		a.scheduleCmd(),
 	)
 	return root
 }

@@ -84,6 +84,7 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Driver:      activities.LoadDriver{Metrics: set, LookupEnv: a.lookupEnv},
 		Probes:      activities.ServerProbes(log),
 		Analyzer:    activities.Findings,
+		Refs:        gitRefs{},
 		Metrics:     set,
 		Logger:      log,
 	}
@@ -91,6 +92,17 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		acts.HostTaskQueue = q
 	}
 	return workflows.NewWorker(c, acts, worker.Options{}), nil
+}
+
+// gitRefs resolves a scheduled run's git ref with package provision.
+type gitRefs struct{}
+
+func (gitRefs) ResolveRef(ctx context.Context, repo, ref string) (string, error) {
+	return provision.ResolveRef(ctx, repo, ref)
+}
+
+func (gitRefs) HeadCommit(ctx context.Context, dir string) string {
+	return provision.HeadCommit(ctx, dir)
 }
 
 // provisionAdapter presents a provision.Provisioner as the activities'

@@ -28,6 +28,9 @@ var forbidden = map[string][]string{
 	"provision":  {"go.temporal.io/"},
 	"workflows":  {"go.temporal.io/server/", "github.com/testcontainers/"},
 	"activities": {"go.temporal.io/server/", "github.com/testcontainers/"},
+	// schedule is the client side of Temporal Schedules (the SDK's
+	// ScheduleClient): it needs the SDK, never the server.
+	"schedule": {"go.temporal.io/server/", "github.com/testcontainers/"},
 }
 
 func TestDependencyDirection(t *testing.T) {
