@@ -264,6 +264,9 @@ type Activities struct {
 	// Builder builds a comparison side's git ref once (nil: the provider
 	// builds at each provision, as for a soak).
 	Builder Builder
+	// Refs resolves a scheduled run's git ref when it starts (nil: the
+	// ref is built as it stands at provision and no commit is recorded).
+	Refs Refs
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
 	HostTaskQueue string
 	// Metrics receives worker metrics (nil: none).

@@ -1,14 +1,21 @@
-// Package devserver runs an embedded, file-backed Temporal server inside the
-// longhaul process: the one-machine default, with nothing to install.
+// Package devserver runs an embedded Temporal server inside the longhaul
+// process: on an SQLite file for one machine (`longhaul dev`, nothing to
+// install), or on PostgreSQL for a team (`longhaul server`).
 //
 // Recipe:
 //
 //  1. Start(ctx, Options{DataDir: dir}) creates (or reopens) dir/temporal.db,
 //     sets up the schema and the namespace on a new file, and serves the
 //     frontend on 127.0.0.1 (port 7233 unless it is taken or another is given).
+//     With Options.Postgres set to a postgres:// URL, the state lives in that
+//     database (and one named after it with a "_visibility" suffix) instead:
+//     both are created when missing and their schema set up or migrated to
+//     this server's version at every start, under an advisory lock, so two
+//     servers starting at once on one database are safe.
 //  2. Dial a client at Address() and start workers as with any cluster.
 //  3. Stop() shuts it down. Workflows in flight are persisted: they continue
-//     when a server is started again on the same file, even after a crash.
+//     when a server is started again on the same file or database, even after
+//     a crash.
 //
 // Only this package and cmd/longhaul import go.temporal.io/server (a 5–10
 // minute cold compile); everything else talks to Temporal through the SDK.
@@ -19,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -32,12 +40,7 @@ import (
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
-	persistencesql "go.temporal.io/server/common/persistence/sql"
-	"go.temporal.io/server/common/persistence/sql/sqlplugin"
-	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
-	"go.temporal.io/server/common/resolver"
+
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 )
@@ -56,15 +59,28 @@ const (
 	DefaultLongPoll = 3 * time.Second
 )
 
-// host is the only address the embedded server binds: it is a dev server for
-// this machine, never exposed.
+// host is the address the server's internal services bind and advertise to
+// each other: they are never exposed. Only the frontend may bind another
+// address (Options.Host).
 const host = "127.0.0.1"
 
 // Options configure Start. The zero value (with DataDir set) is usable.
 type Options struct {
 	// DataDir holds the SQLite file DBFileName; it is created if missing.
 	DataDir string
-	// Port of the frontend on 127.0.0.1. 0 means DefaultPort, or a free port
+	// DBFile is the SQLite file to use instead of DataDir/DBFileName (its
+	// directory is created if missing; DataDir is then not needed).
+	DBFile string
+	// Postgres is a postgres:// URL: the server keeps its state in that
+	// database instead of an SQLite file (DataDir and DBFile are ignored).
+	// The database and its visibility sibling (VisibilityDatabase) are
+	// created when missing, which needs the CREATEDB privilege.
+	Postgres string
+	// Host is the address the frontend binds (default 127.0.0.1). "0.0.0.0"
+	// serves other machines (a container's published port); the server's
+	// internal services stay on 127.0.0.1 whatever it is.
+	Host string
+	// Port of the frontend on Host. 0 means DefaultPort, or a free port
 	// when DefaultPort is taken. A non-zero port that is taken is an error.
 	Port int
 	// Namespace to create when missing (DefaultNamespace when empty).
@@ -82,20 +98,19 @@ type Options struct {
 type Server struct {
 	srv       temporal.Server
 	address   string
+	listen    string
 	namespace string
-	dbPath    string
+	where     string
 	lock      *dirLock
 	stopping  *atomic.Bool
 	stopOnce  sync.Once
 	stopErr   error
 }
 
-// Start starts a server on opts.DataDir/temporal.db and returns once its
-// frontend accepts connections. ctx bounds the start-up.
+// Start starts a server on opts.DataDir/temporal.db (or opts.DBFile, or
+// opts.Postgres) and returns once its frontend accepts connections. ctx
+// bounds the start-up, schema migration included.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	if opts.DataDir == "" {
-		return nil, errors.New("start temporal dev server: no data directory given")
-	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
@@ -105,24 +120,28 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.LongPoll <= 0 {
 		opts.LongPoll = DefaultLongPoll
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start temporal dev server: create data directory: %w", err)
+	if opts.Host == "" {
+		opts.Host = host
 	}
-	dbPath := filepath.Join(opts.DataDir, DBFileName)
-
-	port, err := pickFrontendPort(opts.Port)
-	if err != nil {
-		return nil, fmt.Errorf("start temporal dev server: %w", err)
+	if net.ParseIP(opts.Host) == nil {
+		return nil, fmt.Errorf("start temporal server: host %q is not an IP address", opts.Host)
 	}
-	cfg, err := serverConfig(dbPath, port)
-	if err != nil {
-		return nil, fmt.Errorf("start temporal dev server: %w", err)
-	}
-	sqlCfg := cfg.Persistence.DataStores[sqliteplugin.PluginName].SQL
-
-	lock, err := lockDataDir(opts.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("start temporal dev server: %w", err)
+	var (
+		p    persistence
+		lock *dirLock
+		err  error
+	)
+	if opts.Postgres != "" {
+		if p, err = postgresPersistence(opts.Postgres); err != nil {
+			return nil, fmt.Errorf("start temporal server: %w", err)
+		}
+		if err := preparePostgres(ctx, opts.Postgres, p, opts.Namespace); err != nil {
+			return nil, fmt.Errorf("start temporal server on %s: %w", p.where, err)
+		}
+	} else {
+		if p, lock, err = prepareSQLite(opts); err != nil {
+			return nil, fmt.Errorf("start temporal dev server: %w", err)
+		}
 	}
 	started := false
 	defer func() {
@@ -131,26 +150,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 	}()
 
-	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			_ = os.Remove(dbPath) // a half-made file would be taken as set up next time
-			return nil, fmt.Errorf("start temporal dev server: set up schema in %s: %w", dbPath, err)
-		}
-	} else if err := forgetMembers(sqlCfg); err != nil {
-		return nil, fmt.Errorf("start temporal dev server: %w", err)
-	}
-	ns, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, nil)
+	port, err := pickFrontendPort(opts.Host, opts.Port)
 	if err != nil {
-		return nil, fmt.Errorf("start temporal dev server: namespace %q: %w", opts.Namespace, err)
+		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
-	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
-		return nil, fmt.Errorf("start temporal dev server: create namespace %q: %w", opts.Namespace, err)
-	}
-
 	dc := dynamicconfig.StaticClient{
 		dynamicconfig.HistoryLongPollExpirationInterval.Key(): []dynamicconfig.ConstrainedValue{{Value: opts.LongPoll}},
 	}
 	stopping := new(atomic.Bool)
+	cfg, err := serverConfig(p, opts.Host, port)
+	if err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
 	srv, err := startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
 	// Subtleness ahead: every port was free when it was chosen, but another
 	// process (a second longhaul on this machine, a parallel test) may bind
@@ -158,36 +169,99 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// a port the caller asked for is theirs to change.
 	for retry := 0; retry < startRetries && addrInUse(err); retry++ {
 		if opts.Port == 0 {
-			if port, err = pickFrontendPort(0); err != nil {
+			if port, err = pickFrontendPort(opts.Host, 0); err != nil {
 				break
 			}
 		}
-		if cfg, err = serverConfig(dbPath, port); err != nil {
+		if cfg, err = serverConfig(p, opts.Host, port); err != nil {
 			break
 		}
 		srv, err = startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start temporal dev server on %s: %w", dbPath, err)
+		return nil, fmt.Errorf("start temporal server on %s: %w", p.where, err)
 	}
-	s := &Server{srv: srv, address: net.JoinHostPort(host, strconv.Itoa(port)), namespace: opts.Namespace, dbPath: dbPath, lock: lock, stopping: stopping}
+	s := &Server{
+		srv: srv, address: dialAddress(opts.Host, port), listen: net.JoinHostPort(opts.Host, strconv.Itoa(port)),
+		namespace: opts.Namespace, where: p.where, lock: lock, stopping: stopping,
+	}
 	started = true
 	if err := waitAccepting(ctx, s.address); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("start temporal dev server: %w", err)
+		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
 	return s, nil
 }
 
-// Address is the frontend's host:port, for client.Options.HostPort or
-// `longhaul run --temporal`.
+// prepareSQLite locks the SQLite file's directory, sets up the schema on a
+// new file (or forgets the previous process's members on an existing one)
+// and creates the namespace.
+func prepareSQLite(opts Options) (persistence, *dirLock, error) {
+	dbPath, lockDir := opts.DBFile, opts.DataDir
+	switch {
+	case dbPath != "":
+		dbPath, lockDir = filepath.Clean(dbPath), filepath.Dir(filepath.Clean(dbPath))
+	case opts.DataDir != "":
+		dbPath = filepath.Join(opts.DataDir, DBFileName)
+	default:
+		return persistence{}, nil, errors.New("no data directory given")
+	}
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		return persistence{}, nil, fmt.Errorf("create data directory: %w", err)
+	}
+	p := sqlitePersistence(dbPath)
+	sqlCfg := p.stores[p.defaultStore].SQL
+	lock, err := lockDataDir(lockDir)
+	if err != nil {
+		return p, nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.release()
+		}
+	}()
+	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			_ = os.Remove(dbPath) // a half-made file would be taken as set up next time
+			return p, nil, fmt.Errorf("set up schema in %s: %w", dbPath, err)
+		}
+	} else if err := forgetMembers(sqlCfg); err != nil {
+		return p, nil, err
+	}
+	ns, err := sqlite.NewNamespaceConfig(clusterName, opts.Namespace, false, nil)
+	if err != nil {
+		return p, nil, fmt.Errorf("namespace %q: %w", opts.Namespace, err)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return p, nil, fmt.Errorf("create namespace %q: %w", opts.Namespace, err)
+	}
+	ok = true
+	return p, lock, nil
+}
+
+// dialAddress is the address a client on this machine dials for a frontend
+// bound to bindHost: loopback when it binds every address.
+func dialAddress(bindHost string, port int) string {
+	if ip := net.ParseIP(bindHost); ip == nil || ip.IsUnspecified() {
+		bindHost = host
+	}
+	return net.JoinHostPort(bindHost, strconv.Itoa(port))
+}
+
+// Address is the frontend's host:port as a client on this machine dials it,
+// for client.Options.HostPort or `longhaul run --temporal`.
 func (s *Server) Address() string { return s.address }
+
+// ListenAddress is the frontend's host:port as bound (0.0.0.0:7233, say).
+func (s *Server) ListenAddress() string { return s.listen }
 
 // Namespace is the namespace the server was started with.
 func (s *Server) Namespace() string { return s.namespace }
 
-// DBPath is the SQLite file holding the server's state.
-func (s *Server) DBPath() string { return s.dbPath }
+// Persistence names where the server keeps its state, for messages: the
+// SQLite file, or the PostgreSQL URL without its password.
+func (s *Server) Persistence() string { return s.where }
 
 // Stop shuts the server down. It is idempotent; the first call's error (if
 // any) is returned by every call.
@@ -251,23 +325,25 @@ func addrInUse(err error) bool {
 // for the port it returns.
 var pickFrontendPort = frontendPort
 
-// frontendPort picks the frontend port: the one asked for, else DefaultPort
-// when free, else any free port.
-func frontendPort(asked int) (int, error) {
+// frontendPort picks the frontend port on bindHost: the one asked for, else
+// DefaultPort when free, else any free port.
+func frontendPort(bindHost string, asked int) (int, error) {
 	if asked != 0 {
-		if !portFree(asked) {
-			return 0, fmt.Errorf("port %d on %s is taken: pick another with --port", asked, host)
+		if !portFreeOn(bindHost, asked) {
+			return 0, fmt.Errorf("port %d on %s is taken: pick another", asked, bindHost)
 		}
 		return asked, nil
 	}
-	if portFree(DefaultPort) {
+	if portFreeOn(bindHost, DefaultPort) {
 		return DefaultPort, nil
 	}
 	return freePort()
 }
 
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+func portFree(port int) bool { return portFreeOn(host, port) }
+
+func portFreeOn(bindHost string, port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(port)))
 	if err != nil {
 		return false
 	}
@@ -289,10 +365,20 @@ func freePort() (int, error) {
 // already in use".
 type portSet struct {
 	avoid int
-	held  []net.Listener
+	// max, when > 0, is the highest port to hand out (the kernel's ports
+	// from :0 are above 32767 on Linux, so they are then chosen at random
+	// from lowPortMin..max instead).
+	max  int
+	held []net.Listener
 }
 
+// lowPortMin is the lowest port a portSet with a max hands out.
+const lowPortMin = 10000
+
 func (p *portSet) next() (int, error) {
+	if p.max > 0 {
+		return p.nextLow()
+	}
 	for range 8 {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
@@ -306,19 +392,39 @@ func (p *portSet) next() (int, error) {
 	return 0, fmt.Errorf("find a free port other than %d: the kernel keeps returning it", p.avoid)
 }
 
+func (p *portSet) nextLow() (int, error) {
+	for range 64 {
+		port := lowPortMin + rand.IntN(p.max-lowPortMin+1)
+		if port == p.avoid {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			continue // taken (or held by this set already)
+		}
+		p.held = append(p.held, l)
+		return port, nil
+	}
+	return 0, fmt.Errorf("find a free port in %d..%d: 64 tries found none", lowPortMin, p.max)
+}
+
 func (p *portSet) close() {
 	for _, l := range p.held {
 		_ = l.Close()
 	}
 }
 
+// clusterName is the one cluster's name.
+const clusterName = "active"
+
 // serverConfig is a single-node, single-shard configuration: every service in
-// this process, SQLite for persistence and visibility, no archival, metrics
-// and pprof off (longhaul exposes its own metrics).
-func serverConfig(dbPath string, frontend int) (*config.Config, error) {
-	ports := portSet{avoid: frontend}
+// this process, p for persistence and visibility, no archival, metrics and
+// pprof off (longhaul exposes its own metrics). The frontend binds
+// frontendHost; the other services 127.0.0.1.
+func serverConfig(p persistence, frontendHost string, frontend int) (*config.Config, error) {
+	ports := portSet{avoid: frontend, max: p.maxPort}
 	defer ports.close()
-	svc := func(grpc int) (config.Service, error) {
+	svc := func(bind string, grpc int) (config.Service, error) {
 		var err error
 		if grpc == 0 {
 			if grpc, err = ports.next(); err != nil {
@@ -329,48 +435,38 @@ func serverConfig(dbPath string, frontend int) (*config.Config, error) {
 		if err != nil {
 			return config.Service{}, err
 		}
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}, nil
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: bind}}, nil
 	}
 	services := map[string]config.Service{}
 	for _, name := range []string{"frontend", "history", "matching", "worker"} {
-		port := 0
+		port, bind := 0, host
 		if name == "frontend" {
-			port = frontend
+			port, bind = frontend, frontendHost
 		}
-		s, err := svc(port)
+		s, err := svc(bind, port)
 		if err != nil {
 			return nil, err
 		}
 		services[name] = s
 	}
 	frontendAddr := net.JoinHostPort(host, strconv.Itoa(frontend))
-	sqlCfg := &config.SQL{
-		PluginName:   sqliteplugin.PluginName,
-		DatabaseName: dbPath,
-		// rwc: read-write, create when missing; the file survives restarts.
-		// WAL with synchronous=NORMAL syncs at checkpoints rather than at
-		// every commit: durable across a crash of this process (kill -9),
-		// not across a power loss, which suits a dev server; schema set-up
-		// and every workflow step get cheaper.
-		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
-	}
 	return &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
 		},
 		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
+			DefaultStore:     p.defaultStore,
+			VisibilityStore:  p.visibilityStore,
 			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+			DataStores:       p.stores,
 		},
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
-			MasterClusterName:        "active",
-			CurrentClusterName:       "active",
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
 			ClusterInformation: map[string]cluster.ClusterInformation{
-				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendAddr},
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendAddr},
 			},
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
@@ -388,24 +484,6 @@ func serverConfig(dbPath string, frontend int) (*config.Config, error) {
 		// The server's own internal clients (the worker service) dial this.
 		PublicClient: config.PublicClient{HostPort: frontendAddr},
 	}, nil
-}
-
-// forgetMembers empties the membership table of an existing file. The
-// previous process's services are still listed there (with their old ports)
-// until their records expire, and the new services would route requests to
-// them for up to a minute: a workflow that was waiting when the server
-// stopped would stall that long after a restart. The data directory lock
-// guarantees that nobody else serves this file.
-func forgetMembers(cfg *config.SQL) error {
-	db, err := persistencesql.NewSQLAdminDB(sqlplugin.DbKindUnknown, cfg, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", cfg.DatabaseName, err)
-	}
-	defer db.Close()
-	if err := db.Exec("DELETE FROM cluster_membership"); err != nil {
-		return fmt.Errorf("reset cluster membership in %s: %w", cfg.DatabaseName, err)
-	}
-	return nil
 }
 
 // waitAccepting waits until addr accepts TCP connections. Start returns only

@@ -177,9 +177,9 @@ func TestStartErrors(t *testing.T) {
 
 func TestFrontendPortFallsBack(t *testing.T) {
 	if !portFree(DefaultPort) {
-		got, err := frontendPort(0)
+		got, err := frontendPort(host, 0)
 		if err != nil || got == DefaultPort || got == 0 {
-			t.Fatalf("frontendPort(0) with %d taken = %d, %v; want another free port", DefaultPort, got, err)
+			t.Fatalf("frontendPort(host, 0) with %d taken = %d, %v; want another free port", DefaultPort, got, err)
 		}
 		return
 	}
@@ -188,12 +188,12 @@ func TestFrontendPortFallsBack(t *testing.T) {
 		t.Skipf("cannot hold port %d: %v", DefaultPort, err)
 	}
 	defer l.Close()
-	got, err := frontendPort(0)
+	got, err := frontendPort(host, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got == DefaultPort || got == 0 {
-		t.Errorf("frontendPort(0) with %d taken = %d, want another free port", DefaultPort, got)
+		t.Errorf("frontendPort(host, 0) with %d taken = %d, want another free port", DefaultPort, got)
 	}
 }
 
@@ -221,7 +221,7 @@ func TestPortSetDistinct(t *testing.T) {
 // fail while it is built; that is an error naming the port, not a panic.
 func TestServerFatalIsAnError(t *testing.T) {
 	taken := takenPort(t)
-	cfg, err := serverConfig(filepath.Join(t.TempDir(), DBFileName), taken)
+	cfg, err := serverConfig(sqlitePersistence(filepath.Join(t.TempDir(), DBFileName)), host, taken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,12 +245,12 @@ func TestServerFatalIsAnError(t *testing.T) {
 func TestStartRetriesALostPort(t *testing.T) {
 	taken := takenPort(t)
 	calls := 0
-	pickFrontendPort = func(asked int) (int, error) {
+	pickFrontendPort = func(bindHost string, asked int) (int, error) {
 		calls++
 		if calls == 1 {
 			return taken, nil
 		}
-		return frontendPort(asked)
+		return frontendPort(bindHost, asked)
 	}
 	t.Cleanup(func() { pickFrontendPort = frontendPort })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -210,3 +210,20 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
+
+// ResolveRef returns the commit a git ref names in repo (a path or URL), as
+// a docker build of target.build.ref would build it. A scheduled run calls
+// it when it starts, so that each night soaks the then-current commit.
+func ResolveRef(ctx context.Context, repo, ref string) (string, error) {
+	return resolveRef(ctx, repo, ref, isRemoteRepo(repo))
+}
+
+// HeadCommit returns the commit checked out in the git work tree holding
+// dir, or "" when dir is not in one: the commit a local build of dir builds.
+func HeadCommit(ctx context.Context, dir string) string {
+	out, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		return ""
+	}
+	return out
+}

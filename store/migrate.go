@@ -193,6 +193,26 @@ var migrations = []migration{
 		// and range reads select by index alone.
 		`CREATE INDEX windows_by_idx ON windows (run_id, idx)`,
 	}},
+	{7, "runs.schedule, runs.commit_sha, notifications", []string{
+		// The Temporal Schedule that started the run ("" for a run started
+		// by hand) and the commit its git ref resolved to when it started:
+		// longhaul history reads a schedule's runs in time order.
+		`ALTER TABLE runs ADD COLUMN schedule TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE runs ADD COLUMN commit_sha TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX runs_by_schedule ON runs (schedule, created_ns DESC)`,
+		// One row per notification a scheduled run sent, or failed to send.
+		`CREATE TABLE notifications (
+			run_id   TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			seq      BIGINT NOT NULL,
+			url      TEXT NOT NULL,
+			events   TEXT NOT NULL,
+			ok       BIGINT NOT NULL,
+			attempts BIGINT NOT NULL,
+			error    TEXT NOT NULL DEFAULT '',
+			at_ns    BIGINT NOT NULL,
+			PRIMARY KEY (run_id, seq)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -82,23 +82,25 @@ func (s *sqlStore) PutRun(ctx context.Context, r Run) error {
 	// ON CONFLICT ... DO UPDATE, not REPLACE: a REPLACE deletes the row first,
 	// which would cascade to the run's windows.
 	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO runs
-		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir, fail_on)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		(id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir, fail_on, schedule, commit_sha)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (id) DO UPDATE SET
 			name = excluded.name, kind = excluded.kind, status = excluded.status, reason = excluded.reason,
 			scenario = excluded.scenario, workflow_id = excluded.workflow_id, target_url = excluded.target_url,
 			environment = excluded.environment, incarnations = excluded.incarnations,
 			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns,
-			scenario_dir = excluded.scenario_dir, fail_on = excluded.fail_on`),
+			scenario_dir = excluded.scenario_dir, fail_on = excluded.fail_on,
+			schedule = excluded.schedule, commit_sha = excluded.commit_sha`),
 		r.ID, r.Name, r.Kind, string(r.Status), r.Reason, r.Scenario, r.WorkflowID, r.TargetURL, env,
-		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt), r.ScenarioDir, r.FailOn)
+		r.Incarnations, toNanos(r.CreatedAt), toNanos(r.StartedAt), toNanos(r.EndedAt), r.ScenarioDir, r.FailOn,
+		r.Schedule, r.Commit)
 	if err != nil {
 		return fmt.Errorf("put run %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir, fail_on`
+const runColumns = `id, name, kind, status, reason, scenario, workflow_id, target_url, environment, incarnations, created_ns, started_ns, ended_ns, scenario_dir, fail_on, schedule, commit_sha`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var (
@@ -108,7 +110,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 		created, started, ended int64
 	)
 	err := sc.Scan(&r.ID, &r.Name, &r.Kind, &status, &r.Reason, &r.Scenario, &r.WorkflowID, &r.TargetURL,
-		&env, &r.Incarnations, &created, &started, &ended, &r.ScenarioDir, &r.FailOn)
+		&env, &r.Incarnations, &created, &started, &ended, &r.ScenarioDir, &r.FailOn, &r.Schedule, &r.Commit)
 	if err != nil {
 		return r, err
 	}
@@ -133,16 +135,16 @@ func (s *sqlStore) GetRun(ctx context.Context, id string) (Run, error) {
 }
 
 // runFilter is the WHERE clause of ListRuns and CountRuns, with its
-// arguments as $1..$4.
+// arguments as $1..$5.
 const runFilter = ` WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2) AND ($3 = '' OR kind = $3)
-	AND ($4 = '' OR LOWER(name) LIKE $4 ESCAPE '\')`
+	AND ($4 = '' OR LOWER(name) LIKE $4 ESCAPE '\') AND ($5 = '' OR schedule = $5)`
 
 func runFilterArgs(opts ListOptions) []any {
 	like := ""
 	if opts.NameContains != "" {
 		like = "%" + likeEscaper.Replace(strings.ToLower(opts.NameContains)) + "%"
 	}
-	return []any{string(opts.Status), opts.Name, opts.Kind, like}
+	return []any{string(opts.Status), opts.Name, opts.Kind, like, opts.Schedule}
 }
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
@@ -152,7 +154,7 @@ func (s *sqlStore) ListRuns(ctx context.Context, opts ListOptions) ([]Run, error
 	if limit <= 0 {
 		limit = 100
 	}
-	q := `SELECT ` + runColumns + ` FROM runs` + runFilter + ` ORDER BY created_ns DESC, id DESC LIMIT $5 OFFSET $6`
+	q := `SELECT ` + runColumns + ` FROM runs` + runFilter + ` ORDER BY created_ns DESC, id DESC LIMIT $6 OFFSET $7`
 	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), append(runFilterArgs(opts), limit, max(opts.Offset, 0))...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

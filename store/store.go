@@ -66,7 +66,13 @@ type Run struct {
 	Incarnations int             `json:"incarnations"`
 	// FailOn is the severity (warning, critical) at or above which a
 	// finding fails the run's gate, as `run --fail-on` gave it ("": none).
-	FailOn    string    `json:"fail_on,omitempty"`
+	FailOn string `json:"fail_on,omitempty"`
+	// Schedule is the name of the schedule that started the run ("" for a
+	// run started by hand).
+	Schedule string `json:"schedule,omitempty"`
+	// Commit is the commit the target's git ref resolved to when the run
+	// started ("" when the target is not built from a ref).
+	Commit    string    `json:"commit,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
@@ -79,7 +85,9 @@ type ListOptions struct {
 	// NameContains keeps runs whose name contains it (case-insensitive).
 	NameContains string
 	Kind         string
-	Limit        int
+	// Schedule keeps the runs started by that schedule.
+	Schedule string
+	Limit    int
 	// Offset skips that many runs of the ordered list (pagination).
 	Offset int
 }

@@ -198,6 +198,9 @@ func testListRuns(t *testing.T, open backend) {
 		if id == "d" {
 			r.Name = "other"
 		}
+		if id == "a" || id == "c" {
+			r.Schedule, r.Commit = "nightly", "abc123"+id
+		}
 		mustPutRun(t, s, r)
 	}
 	tests := []struct {
@@ -210,6 +213,9 @@ func testListRuns(t *testing.T, open backend) {
 		{store.ListOptions{Name: "hello"}, []string{"c", "b", "a"}},
 		{store.ListOptions{Name: "hello", Status: store.Running}, []string{"c", "a"}},
 		{store.ListOptions{Name: "none"}, nil},
+		{store.ListOptions{Schedule: "nightly"}, []string{"c", "a"}},
+		{store.ListOptions{Schedule: "nightly", Status: store.Completed}, nil},
+		{store.ListOptions{Schedule: "other"}, nil},
 	}
 	for _, tt := range tests {
 		runs, err := s.ListRuns(ctx, tt.opts)
@@ -219,6 +225,12 @@ func testListRuns(t *testing.T, open backend) {
 		var got []string
 		for _, r := range runs {
 			got = append(got, r.ID)
+			if (r.ID == "a" || r.ID == "c") && (r.Schedule != "nightly" || r.Commit != "abc123"+r.ID) {
+				t.Errorf("run %s: schedule %q commit %q, want nightly abc123%s", r.ID, r.Schedule, r.Commit, r.ID)
+			}
+		}
+		if n, err := s.CountRuns(ctx, tt.opts); err != nil || n != len(tt.want) && tt.opts.Limit == 0 {
+			t.Errorf("CountRuns(%+v) = %d, %v, want %d", tt.opts, n, err, len(tt.want))
 		}
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ListRuns(%+v) = %v, want %v", tt.opts, got, tt.want)

@@ -11,11 +11,13 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 )
 
-// RegisterWorkflows registers SoakWorkflow under WorkflowName and
-// CompareWorkflow under CompareWorkflowName on r.
+// RegisterWorkflows registers SoakWorkflow under WorkflowName,
+// CompareWorkflow under CompareWorkflowName and ScheduledSoakWorkflow under
+// ScheduledWorkflowName on r.
 func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(SoakWorkflow, workflow.RegisterOptions{Name: WorkflowName})
 	r.RegisterWorkflowWithOptions(CompareWorkflow, workflow.RegisterOptions{Name: CompareWorkflowName})
+	r.RegisterWorkflowWithOptions(ScheduledSoakWorkflow, workflow.RegisterOptions{Name: ScheduledWorkflowName})
 }
 
 // Worker is a longhaul worker: one SDK worker on the general queue (the

@@ -68,14 +68,14 @@ func (s *Store) GetRun(_ context.Context, id string) (store.Run, error) {
 	return r, nil
 }
 
-// ListRuns implements store.Store (newest first, no filters beyond Status and Name).
+// ListRuns implements store.Store (newest first, no filters beyond Status, Name and Schedule).
 func (s *Store) ListRuns(_ context.Context, opts store.ListOptions) ([]store.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
 	var out []store.Run
 	for _, r := range s.runs {
-		if (opts.Status == "" || r.Status == opts.Status) && (opts.Name == "" || r.Name == opts.Name) {
+		if (opts.Status == "" || r.Status == opts.Status) && (opts.Name == "" || r.Name == opts.Name) && (opts.Schedule == "" || r.Schedule == opts.Schedule) {
 			out = append(out, r)
 		}
 	}

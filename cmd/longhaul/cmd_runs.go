@@ -13,10 +13,11 @@ import (
 
 // runsFlags are the flags of longhaul runs.
 type runsFlags struct {
-	format string
-	status string
-	name   string
-	limit  int
+	format   string
+	status   string
+	name     string
+	schedule string
+	limit    int
 	storeFlags
 }
 
@@ -25,7 +26,7 @@ func (a *app) runsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "runs",
 		Short:   "List runs, newest first",
-		Example: "  longhaul runs\n  longhaul runs --status failed --format json",
+		Example: "  longhaul runs\n  longhaul runs --status failed --format json\n  longhaul runs --schedule nightly",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runs(cmd.Context(), f)
@@ -35,6 +36,7 @@ func (a *app) runsCmd() *cobra.Command {
 	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json (one object per line)")
 	fs.StringVar(&f.status, "status", "", "only runs with this status (pending, running, completed, failed, cancelled)")
 	fs.StringVar(&f.name, "name", "", "only runs of the scenario with this name")
+	fs.StringVar(&f.schedule, "schedule", "", "only runs started by this schedule")
 	fs.IntVar(&f.limit, "limit", 100, "at most this many runs")
 	f.storeFlags.register(fs)
 	return cmd
@@ -61,7 +63,7 @@ func (a *app) runs(ctx context.Context, f runsFlags) error {
 		return err
 	}
 	defer st.Close()
-	rs, err := st.ListRuns(ctx, store.ListOptions{Status: store.Status(f.status), Name: f.name, Limit: f.limit})
+	rs, err := st.ListRuns(ctx, store.ListOptions{Status: store.Status(f.status), Name: f.name, Schedule: f.schedule, Limit: f.limit})
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}

@@ -98,8 +98,12 @@ func (a *app) rootCmd() *cobra.Command {
 		a.driveCmd(),
 		a.scenarioCmd(),
 		a.runCmd(),
+		a.compareCmd(),
+		a.comparisonsCmd(),
 		a.devCmd(),
 		a.workerCmd(),
+		a.serverCmd(),
+		a.healthcheckCmd(),
 		a.runsCmd(),
 		a.reportCmd(),
 		a.analyzeCmd(),
@@ -107,6 +111,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.uiCmd(),
 		a.importCmd(),
 		a.exportCmd(),
+		a.scheduleCmd(),
+		a.historyCmd(),
 	)
 	return root
 }

@@ -25,9 +25,13 @@ var forbidden = map[string][]string{
 	"charts":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"thresholds": {"go.temporal.io/", "github.com/testcontainers/"},
 	"interop":    {"go.temporal.io/", "github.com/testcontainers/"},
+	"history":    {"go.temporal.io/", "github.com/testcontainers/"},
 	"provision":  {"go.temporal.io/"},
 	"workflows":  {"go.temporal.io/server/", "github.com/testcontainers/"},
 	"activities": {"go.temporal.io/server/", "github.com/testcontainers/"},
+	// schedule is the client side of Temporal Schedules (the SDK's
+	// ScheduleClient): it needs the SDK, never the server.
+	"schedule": {"go.temporal.io/server/", "github.com/testcontainers/"},
 }
 
 func TestDependencyDirection(t *testing.T) {

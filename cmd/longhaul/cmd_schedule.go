@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+
+	"github.com/longhaul-dev/longhaul/charts"
+	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/schedule"
+	"github.com/longhaul-dev/longhaul/workflows"
+)
+
+// scheduleConn are the flags every schedule subcommand has.
+type scheduleConn struct {
+	temporal  string
+	namespace string
+	format    string
+}
+
+func (f *scheduleConn) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.temporal, "temporal", fmt.Sprintf("127.0.0.1:%d", devserver.DefaultPort), "Temporal frontend HOST:PORT: a cluster, or 'longhaul dev' (which must be running for a schedule to fire)")
+	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
+	fs.StringVar(&f.format, "format", "text", "output: text or json")
+}
+
+// scheduleSpecFlags are the spec flags of create and update.
+type scheduleSpecFlags struct {
+	cron     []string
+	tz       string
+	jitter   time.Duration
+	overlap  string
+	catchup  time.Duration
+	notify   string
+	uiURL    string
+	failOn   failOnFlag
+	duration time.Duration
+	window   time.Duration
+	provider string
+	env      []string
+}
+
+func (f *scheduleSpecFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.cron, "cron", nil, `when to fire, a cron expression in --tz (repeatable): "0 2 * * *", "@daily", "@every 6h"`)
+	fs.StringVar(&f.tz, "tz", "", "time zone of --cron (IANA name, default UTC)")
+	fs.DurationVar(&f.jitter, "jitter", 0, "delay each firing by a random time up to this")
+	fs.StringVar(&f.overlap, "overlap", "", "when a run is still going at the next firing: skip (default; recorded), buffer-one or cancel-other")
+	fs.DurationVar(&f.catchup, "catchup", 0, "run a firing missed while the server was down if it is back within this (default 1h)")
+	fs.StringVar(&f.notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point")
+	fs.StringVar(&f.uiURL, "ui-url", "http://"+charts.DefaultAddr, "base URL of the browser UI, for the links in notifications")
+	f.failOn.register(fs)
+	fs.DurationVar(&f.duration, "duration", 0, "how long each run drives load (default: the scenario's load.duration)")
+	fs.DurationVar(&f.window, "window", 0, "length of one result window (default: the scenario's load.window)")
+	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
+	fs.StringArrayVar(&f.env, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable; on update, added to the schedule's)")
+}
+
+func (a *app) scheduleCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Nightly soaks: Temporal Schedules that start a run of a scenario",
+		Long: `Schedule manages Temporal Schedules that start a soak of a scenario on a cron
+spec. Every run a schedule starts carries its name ('longhaul runs --schedule
+NAME', 'longhaul history NAME'); a git ref in target.build.ref is resolved
+when each run starts and the commit is recorded with the run.
+
+Schedules live in the Temporal server: 'longhaul dev' (the default address)
+or a cluster (--temporal). They fire only while that server and a worker run.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(a.scheduleCreateCmd(), a.scheduleListCmd(), a.scheduleDescribeCmd(), a.scheduleUpdateCmd(),
+		a.scheduleSimpleCmd("pause", "Stop a schedule from firing until unpause"),
+		a.scheduleSimpleCmd("unpause", "Let a paused schedule fire again"),
+		a.scheduleSimpleCmd("trigger", "Fire a schedule now (under its overlap policy)"),
+		a.scheduleSimpleCmd("delete", "Delete a schedule (the runs it started stay)"))
+	return cmd
+}
+
+// scheduleClient dials Temporal for a schedule subcommand.
+func (a *app) scheduleClient(ctx context.Context, f scheduleConn) (*schedule.Client, client.Client, error) {
+	if _, err := report.ParseFormat(f.format); err != nil {
+		return nil, nil, badInputf("--format: %v", err)
+	}
+	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
+	if err != nil {
+		return nil, nil, badInputf("cannot reach Temporal at %s: start 'longhaul dev' or pass --temporal HOST:PORT", f.temporal)
+	}
+	return schedule.New(c), c, nil
+}
+
+// scheduleErr maps the schedule package's errors to exit codes.
+func scheduleErr(err error) error {
+	if errors.Is(err, schedule.ErrNotFound) || errors.Is(err, schedule.ErrExists) || errors.Is(err, schedule.ErrInvalid) {
+		return badInput{err}
+	}
+	return err
+}
+
+func (a *app) scheduleCreateCmd() *cobra.Command {
+	var (
+		conn   scheduleConn
+		sf     scheduleSpecFlags
+		paused bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME FILE",
+		Short: "Create a schedule that soaks the scenario in FILE",
+		Example: `  longhaul schedule create nightly --cron "0 2 * * *" --tz Europe/Berlin scenarios/demo.yaml --duration 4h
+  longhaul schedule create every-minute --cron "@every 1m" soak.yaml --duration 20s --window 2s --notify http://127.0.0.1:9000/hook`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			name, file := args[0], args[1]
+			if err := schedule.ValidateName(name); err != nil {
+				return badInput{err}
+			}
+			spec, err := sf.spec()
+			if err != nil {
+				return err
+			}
+			if err := spec.Validate(); err != nil {
+				return badInput{err}
+			}
+			in, err := a.scheduledInput(ctx, file, sf, cmd.Flags().Changed)
+			if err != nil {
+				return err
+			}
+			sc, c, err := a.scheduleClient(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := sc.Create(ctx, name, spec, in, paused); err != nil {
+				return scheduleErr(err)
+			}
+			return a.printSchedule(ctx, sc, name, conn.format)
+		},
+	}
+	conn.register(cmd.Flags())
+	sf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&paused, "paused", false, "create it paused")
+	return cmd
+}
+
+// spec reads the spec flags.
+func (sf scheduleSpecFlags) spec() (schedule.Spec, error) {
+	ov, err := schedule.ParseOverlap(sf.overlap)
+	if err != nil {
+		return schedule.Spec{}, badInput{err}
+	}
+	return schedule.Spec{Cron: sf.cron, TimeZone: sf.tz, Jitter: sf.jitter, Overlap: ov, Catchup: sf.catchup}, nil
+}
+
+// scheduledInput validates FILE and the run flags as `longhaul run` does and
+// turns them into the schedule's action.
+func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
+	// temporal is set so that planSoak leaves ${env:...} to the worker.
+	rf := runFlags{duration: sf.duration, window: sf.window, provider: sf.provider, targetEnv: sf.env, failOn: sf.failOn, format: "text", temporal: "schedule"}
+	p, err := a.planSoak(ctx, file, rf, changed)
+	if err != nil {
+		return workflows.ScheduledInput{}, err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return workflows.ScheduledInput{}, badInputf("%s: %v", file, err)
+	}
+	return workflows.ScheduledInput{
+		Name: p.scenario.Name, File: abs, Scenario: string(p.source), ScenarioDir: p.dir,
+		Duration: p.duration, Window: p.window, Provider: sf.provider, TargetEnv: p.targetEnv,
+		FailOn: string(p.failOn), Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
+	}, nil
+}
+
+func (a *app) printSchedule(ctx context.Context, sc *schedule.Client, name, format string) error {
+	s, err := sc.Describe(ctx, name)
+	if err != nil {
+		return scheduleErr(err)
+	}
+	if format == "json" {
+		return schedule.WriteJSON(a.stdout, s)
+	}
+	return schedule.Write(a.stdout, s)
+}
+
+func (a *app) scheduleListCmd() *cobra.Command {
+	var conn scheduleConn
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List longhaul's schedules with their next firing and state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			sc, c, err := a.scheduleClient(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ss, err := sc.List(ctx)
+			if err != nil {
+				return err
+			}
+			if conn.format == "json" {
+				return schedule.WriteListJSON(a.stdout, ss)
+			}
+			return schedule.WriteList(a.stdout, ss)
+		},
+	}
+	conn.register(cmd.Flags())
+	return cmd
+}
+
+func (a *app) scheduleDescribeCmd() *cobra.Command {
+	var conn scheduleConn
+	cmd := &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a schedule: spec, action, next firings, runs started and skipped",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			sc, c, err := a.scheduleClient(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return a.printSchedule(ctx, sc, args[0], conn.format)
+		},
+	}
+	conn.register(cmd.Flags())
+	return cmd
+}
+
+func (a *app) scheduleUpdateCmd() *cobra.Command {
+	var (
+		conn scheduleConn
+		sf   scheduleSpecFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "update NAME [FILE]",
+		Short: "Change a schedule's spec or the flags of its runs (FILE replaces the scenario)",
+		Example: `  longhaul schedule update nightly --cron "30 1 * * *"
+  longhaul schedule update nightly --target-env DEMO_CPU_BURN_US=150`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			changed := cmd.Flags().Changed
+			ch, err := a.scheduleChange(ctx, args, sf, changed)
+			if err != nil {
+				return err
+			}
+			sc, c, err := a.scheduleClient(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := sc.Update(ctx, args[0], ch); err != nil {
+				return scheduleErr(err)
+			}
+			return a.printSchedule(ctx, sc, args[0], conn.format)
+		},
+	}
+	conn.register(cmd.Flags())
+	sf.register(cmd.Flags())
+	return cmd
+}
+
+// scheduleChange turns update's flags into a schedule.Change: only the
+// flags given change anything.
+func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpecFlags, changed func(string) bool) (schedule.Change, error) {
+	var ch schedule.Change
+	if changed("cron") {
+		ch.Cron = sf.cron
+	}
+	if changed("tz") {
+		ch.TimeZone = &sf.tz
+	}
+	if changed("jitter") {
+		ch.Jitter = &sf.jitter
+	}
+	if changed("catchup") {
+		ch.Catchup = &sf.catchup
+	}
+	if changed("overlap") {
+		ov, err := schedule.ParseOverlap(sf.overlap)
+		if err != nil {
+			return ch, badInput{err}
+		}
+		ch.Overlap = &ov
+	}
+	failOn, err := sf.failOn.severity()
+	if err != nil {
+		return ch, err
+	}
+	env := map[string]string{}
+	for _, kv := range sf.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return ch, badInputf("--target-env %q: want KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	if (changed("duration") && sf.duration <= 0) || (changed("window") && sf.window <= 0) {
+		return ch, badInputf("--duration and --window must be > 0")
+	}
+	var replaced *workflows.ScheduledInput
+	if len(args) == 2 {
+		in, err := a.scheduledInput(ctx, args[1], sf, changed)
+		if err != nil {
+			return ch, err
+		}
+		replaced = &in
+	}
+	ch.Action = func(in *workflows.ScheduledInput) error {
+		if replaced != nil {
+			keep := *in
+			*in = *replaced
+			in.Notify, in.UIURL = keep.Notify, keep.UIURL
+			if !changed("target-env") {
+				in.TargetEnv = keep.TargetEnv
+			}
+			if !changed("fail-on") {
+				in.FailOn = keep.FailOn
+			}
+		}
+		if changed("duration") {
+			in.Duration = sf.duration
+		}
+		if changed("window") {
+			in.Window = sf.window
+		}
+		if in.Window > in.Duration {
+			return fmt.Errorf("%w: window %s is longer than the run (%s)", schedule.ErrInvalid, in.Window, in.Duration)
+		}
+		if changed("provider") {
+			in.Provider = sf.provider
+		}
+		if changed("target-env") {
+			if in.TargetEnv == nil {
+				in.TargetEnv = map[string]string{}
+			}
+			for k, v := range env {
+				in.TargetEnv[k] = v
+			}
+		}
+		if changed("fail-on") {
+			in.FailOn = string(failOn)
+		}
+		if changed("notify") {
+			in.Notify = sf.notify
+		}
+		if changed("ui-url") {
+			in.UIURL = strings.TrimRight(sf.uiURL, "/")
+		}
+		return nil
+	}
+	return ch, nil
+}
+
+// scheduleSimpleCmd is pause, unpause, trigger or delete NAME.
+func (a *app) scheduleSimpleCmd(verb, short string) *cobra.Command {
+	var (
+		conn scheduleConn
+		note string
+	)
+	cmd := &cobra.Command{
+		Use:   verb + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			name := args[0]
+			if err := schedule.ValidateName(name); err != nil {
+				return badInput{err}
+			}
+			sc, c, err := a.scheduleClient(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			switch verb {
+			case "pause":
+				err = sc.Pause(ctx, name, note)
+			case "unpause":
+				err = sc.Unpause(ctx, name, note)
+			case "trigger":
+				err = sc.Trigger(ctx, name)
+			case "delete":
+				err = sc.Delete(ctx, name)
+			}
+			if err != nil {
+				return scheduleErr(err)
+			}
+			if conn.format == "json" {
+				_, err := fmt.Fprintf(a.stdout, "{\"type\":\"schedule_%s\",\"schedule\":%q,\"ok\":true}\n", verb, name)
+				return err
+			}
+			past := map[string]string{"pause": "paused", "unpause": "unpaused", "trigger": "triggered", "delete": "deleted"}[verb]
+			fmt.Fprintf(a.stdout, "schedule %s %s\n", name, past)
+			return nil
+		},
+	}
+	conn.register(cmd.Flags())
+	if verb == "pause" || verb == "unpause" {
+		cmd.Flags().StringVar(&note, "note", "", "why (shown by describe)")
+	}
+	return cmd
+}

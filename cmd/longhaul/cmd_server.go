@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// serverFlags are the flags of longhaul server.
+type serverFlags struct {
+	persistence string
+	addr        string
+	uiAddr      string
+	namespace   string
+	storeFlags
+}
+
+// serverStartTimeout bounds the server's start: a new PostgreSQL database
+// takes its whole schema (~20 migration steps) first.
+const serverStartTimeout = 3 * time.Minute
+
+func (a *app) serverCmd() *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a Temporal server for a team (on PostgreSQL) until Ctrl-C",
+		Long: `Server runs the embedded Temporal server for workers and clients on other
+machines, with its state in PostgreSQL (--persistence postgres://…; the
+database and DATABASE` + devserver.VisibilitySuffix + ` are created when missing) or in an
+SQLite file. The schema is set up or migrated at every start; two servers
+starting at once on one database are safe. The namespace is created.
+
+It is one node: for a highly available cluster run Temporal's own images and
+point 'longhaul worker --temporal' and 'longhaul run --temporal' at it.
+With --ui-addr it also serves the browser UI on the runs of --store.`,
+		Example: `  longhaul server --persistence postgres://temporal:secret@db:5432/temporal --addr 0.0.0.0:7233
+  longhaul worker --temporal server.internal:7233 --store postgres://longhaul:secret@db/results`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.server(cmd.Context(), f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.persistence, "persistence", "", "Temporal's state: a postgres:// URL or an SQLite file (default $LONGHAUL_PERSISTENCE, else DATA/temporal/"+devserver.DBFileName+")")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:7233", "HOST:PORT the frontend serves on (0.0.0.0:7233 for other machines)")
+	fs.StringVar(&f.namespace, "namespace", devserver.DefaultNamespace, "Temporal namespace to create")
+	uiAddrFlag(fs, &f.uiAddr, "off", "serve the browser UI on HOST:PORT")
+	f.storeFlags.register(fs)
+	return cmd
+}
+
+func (a *app) server(ctx context.Context, f serverFlags) error {
+	host, port, err := parseListenAddr(f.addr)
+	if err != nil {
+		return badInputf("--addr: %v", err)
+	}
+	opts := devserver.Options{Host: host, Port: port, Namespace: f.namespace, Logger: a.logger()}
+	persistence := f.persistence
+	if persistence == "" {
+		persistence = a.getenv("LONGHAUL_PERSISTENCE")
+	}
+	switch {
+	case store.IsPostgres(persistence):
+		opts.Postgres = persistence
+	case persistence != "":
+		opts.DBFile = persistence
+	default:
+		dir, err := a.dataDir(f.data)
+		if err != nil {
+			return badInput{err}
+		}
+		opts.DataDir = filepath.Join(dir, temporalDir)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, serverStartTimeout)
+	srv, err := devserver.Start(startCtx, opts)
+	cancel()
+	if err != nil {
+		return badInput{err}
+	}
+	defer srv.Stop()
+	if !strings.EqualFold(f.uiAddr, "off") && f.uiAddr != "" {
+		st, where, err := a.openStore(ctx, f.storeFlags)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ui, err := a.startUI(st, f.uiAddr, false)
+		if err != nil {
+			return err
+		}
+		defer ui.Close()
+		fmt.Fprintf(a.stdout, "longhaul UI at %s (store %s)\n", ui.URL(), where)
+	}
+	fmt.Fprintf(a.stdout, "temporal server at %s (namespace %s), persistence %s\n", srv.ListenAddress(), srv.Namespace(), srv.Persistence())
+	fmt.Fprintf(a.stdout, "workers: longhaul worker --temporal %s --store postgres://…\n", srv.Address())
+	select {
+	case <-ctx.Done():
+	case <-a.interrupts:
+	}
+	fmt.Fprintln(a.stderr, "longhaul: stopping the server; runs in flight continue when it starts again")
+	return nil
+}
+
+// parseListenAddr splits HOST:PORT for a listener: an empty host is every
+// address, localhost is 127.0.0.1; the host must be an IP address.
+func parseListenAddr(addr string) (string, int, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: want HOST:PORT", addr)
+	}
+	switch h {
+	case "":
+		h = "0.0.0.0"
+	case "localhost":
+		h = "127.0.0.1"
+	}
+	if net.ParseIP(h) == nil {
+		return "", 0, fmt.Errorf("%q: the host must be an IP address (0.0.0.0 for all)", addr)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%q: port must be 0..65535", addr)
+	}
+	return h, port, nil
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/internal/pgtest"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// startServer starts `longhaul server` with args on a free port of
+// 127.0.0.1 and returns it with the frontend's address; it does not wait.
+func startServerProc(t *testing.T, persistence string) (*proc, string) {
+	t.Helper()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(t)))
+	return startProc(t, "server", "--persistence", persistence, "--addr", addr), addr
+}
+
+// TestServerOnPostgres: two `longhaul server`s started at once on one new
+// PostgreSQL database both come up (one migrates the schema, the other
+// waits for the lock and finds it done); after both stop, a server started
+// again on it serves a soak run by a worker, with results in a PostgreSQL
+// results database.
+func TestServerOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end soak through longhaul server (~40 s)")
+	}
+	cluster := pgtest.Start(t)
+	u, err := url.Parse(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/temporal" // not there yet: the servers create it
+	persistence := u.String()
+	results := pgtest.NewDatabase(t, cluster)
+
+	s1, _ := startServerProc(t, persistence)
+	s2, _ := startServerProc(t, persistence)
+	s1.waitFor("temporal server at", 3*time.Minute)
+	s2.waitFor("temporal server at", 3*time.Minute)
+	s1.stop()
+	s2.stop()
+
+	s3, addr := startServerProc(t, persistence)
+	s3.waitFor("temporal server at", 2*time.Minute)
+	data := t.TempDir()
+	w := startProc(t, "worker", "--temporal", addr, "--data", data, "--store", results)
+	w.waitFor("worker on", time.Minute)
+
+	r := startSoakRun(t, localScenario(t, 3), "--temporal", addr, "--store", results, "--format", "json")
+	if code := r.wait(t); code != exitOK {
+		t.Fatalf("longhaul run exit %d, want 0; stderr:\n%s", code, r.stderr.String())
+	}
+	st, err := store.Open(context.Background(), results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run := onlyRun(t, st)
+	if run.Status != store.Completed {
+		t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
+	}
+	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWindows(t, ws, 3)
+}

@@ -1,0 +1,247 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/schedule"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/workflows"
+)
+
+// rig is an embedded Temporal server, a worker that drives for real (a fake
+// provisioner hands it the httptest target) and a SQLite store.
+type rig struct {
+	c      client.Client
+	st     store.Store
+	target *httptest.Server
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: filepath.Join(dir, "temporal")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	st, err := store.Open(ctx, filepath.Join(dir, "longhaul.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	t.Cleanup(target.Close)
+	w := workflows.NewWorker(c, &activities.Activities{
+		Store: st, Provisioner: &activitiestest.Provisioner{}, Driver: activities.LoadDriver{},
+		HostTaskQueue: "longhaul-host-" + t.Name(),
+	}, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return &rig{c: c, st: st, target: target}
+}
+
+func (r *rig) action(d time.Duration) workflows.ScheduledInput {
+	yaml := fmt.Sprintf(`name: tiny
+load: {vus: 2, duration: %s, window: 1s}
+environment:
+  target: {url: %q}
+ops:
+  - {name: get, weight: 1, request: {method: GET, path: /items}}
+`, d, r.target.URL)
+	return workflows.ScheduledInput{Name: "tiny", File: "tiny.yaml", Scenario: yaml, Duration: d, Window: time.Second, FailOn: "critical"}
+}
+
+// waitRuns waits until the schedule's runs reach n, all ended.
+func waitRuns(t *testing.T, st store.Store, name string, n int, within time.Duration) []store.Run {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		rs, err := st.ListRuns(context.Background(), store.ListOptions{Schedule: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, r := range rs {
+			if r.Status.Done() {
+				done++
+			}
+		}
+		if done >= n {
+			return rs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule %s: %d runs ended of %d wanted after %s (runs: %+v)", name, done, n, within, rs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestScheduleLifecycle(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "nightly-e2e"
+	spec := schedule.Spec{Cron: []string{"0 3 * * *"}, TimeZone: "Europe/Berlin"}
+	if err := sc.Create(ctx, name, spec, r.action(3*time.Second), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Create(ctx, name, spec, r.action(3*time.Second), false); !errors.Is(err, schedule.ErrExists) {
+		t.Errorf("second Create: %v, want ErrExists", err)
+	}
+	d, err := sc.Describe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Spec.Cron[0] != "0 3 * * *" || d.Spec.TimeZone != "Europe/Berlin" || d.Spec.Overlap != schedule.OverlapSkip ||
+		d.Spec.Catchup != time.Hour || d.Paused || d.Action.Scenario != "tiny" || d.Action.Duration != 3*time.Second || len(d.NextRuns) == 0 {
+		t.Errorf("Describe = %+v", d)
+	}
+	// Visibility is eventually consistent: the list catches up within seconds.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ls, err := sc.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls) == 1 && ls[0].Name == name {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("List = %+v, want %s", ls, name)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	runs := waitRuns(t, r.st, name, 1, 90*time.Second)
+	run := runs[0]
+	if run.Schedule != name || run.Status != store.Completed || run.Kind != "soak" || run.FailOn != "critical" {
+		t.Errorf("scheduled run = %+v, want completed, schedule %s, fail_on critical", run, name)
+	}
+	ws, err := r.st.Windows(ctx, run.ID, store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 3 || ws[0].Requests == 0 {
+		t.Errorf("run %s: %d windows (first %+v), want 3 with requests", run.ID, len(ws), ws)
+	}
+
+	if err := sc.Pause(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = sc.Describe(ctx, name); err != nil || !d.Paused {
+		t.Errorf("after Pause: paused %v, %v", d.Paused, err)
+	}
+	if err := sc.Unpause(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	overlap := schedule.OverlapBufferOne
+	err = sc.Update(ctx, name, schedule.Change{Cron: []string{"30 1 * * *"}, Overlap: &overlap, Action: func(in *workflows.ScheduledInput) error {
+		in.TargetEnv = map[string]string{"DEMO_CPU_BURN_US": "200"}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = sc.Describe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Paused || d.Spec.Cron[0] != "30 1 * * *" || d.Spec.Overlap != schedule.OverlapBufferOne || d.Spec.TimeZone != "Europe/Berlin" ||
+		d.Action.TargetEnv["DEMO_CPU_BURN_US"] != "200" || d.Action.Scenario != "tiny" || d.Actions != 1 {
+		t.Errorf("after Update: %+v", d)
+	}
+	if err := sc.Update(ctx, name, schedule.Change{Cron: []string{" "}}); !errors.Is(err, schedule.ErrInvalid) {
+		t.Errorf("Update with an empty cron: %v, want ErrInvalid", err)
+	}
+	if err := sc.Delete(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.Describe(ctx, name); !errors.Is(err, schedule.ErrNotFound) {
+		t.Errorf("Describe after Delete: %v, want ErrNotFound", err)
+	}
+	if err := sc.Trigger(ctx, "nope"); !errors.Is(err, schedule.ErrNotFound) {
+		t.Errorf("Trigger(nope): %v, want ErrNotFound", err)
+	}
+}
+
+// A firing due while the last run is still going is skipped, and counted.
+func TestScheduleOverlapSkip(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "overlap-e2e"
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, r.action(4*time.Second), false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := sc.Describe(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Running) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the triggered run never showed as running: %+v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, r.st, name, 1, 90*time.Second)
+	var d schedule.Schedule
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		if d, err = sc.Describe(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if d.SkippedOverlap >= 1 && len(d.Running) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after two triggers: %d started, %d skipped, running %v; want 1 skipped", d.Actions, d.SkippedOverlap, d.Running)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if d.Actions != 1 || d.SkippedOverlap != 1 {
+		t.Errorf("%d started, %d skipped; want 1 and 1", d.Actions, d.SkippedOverlap)
+	}
+	rs, err := r.st.ListRuns(ctx, store.ListOptions{Schedule: name})
+	if err != nil || len(rs) != 1 {
+		t.Errorf("runs of %s: %d (%v), want 1", name, len(rs), err)
+	}
+}
