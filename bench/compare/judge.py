@@ -8,7 +8,10 @@ import os
 import statistics
 import sys
 
-traces, nproc, settings = sys.argv[1], sys.argv[2], sys.argv[3]
+if sys.argv[1] == "--sigmas":
+    traces, nproc, settings = sys.argv[2], "", ""
+else:
+    traces, nproc, settings = sys.argv[1], sys.argv[2], sys.argv[3]
 
 METRICS = ["p50_ms", "p95_ms", "p99_ms", "rps", "cpu_us_per_request", "heap_bytes", "rss_bytes", "rows_read_per_request"]
 
@@ -32,6 +35,27 @@ def verdict(obj, metric):
     return None
 
 
+# Student's t, 97.5 % quantile, by degrees of freedom.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+# The round-to-round noise analysis/paired_sim_test.go's profiles assume
+# (sigma of log(value)); the measured sigmas below are set beside them.
+SIM_SIGMA = {"p50_ms": 0.06, "p95_ms": 0.08, "p99_ms": 0.15, "rps": 0.06, "cpu_us_per_request": 0.025,
+             "heap_bytes": 0.03, "rss_bytes": 0.02, "rows_read_per_request": 0.01}
+
+
+def round_sigma(v):
+    """The round-to-round sigma of log(value) behind a verdict's interval:
+    the pairs' log-ratios have sd = half-width * sqrt(n) / t, and each is a
+    difference of two rounds, so sigma = sd / sqrt(2)."""
+    import math
+    n = v["pairs"]
+    if n < 2 or v["ci"][0] <= 0 or v["ratio"] <= 0:
+        return None
+    hl = math.log(v["ci"][1]) - math.log(v["ratio"])
+    return hl * math.sqrt(n) / T975.get(n - 1, 2.0) / math.sqrt(2)
+
+
 def pct(r):
     return f"{(r - 1) * 100:+.1f} %"
 
@@ -40,6 +64,22 @@ def foreign(obj):
     vals = [r["foreign_cpu"] for r in obj.get("rounds") or []]
     return statistics.mean(vals) if vals else 0
 
+
+if sys.argv[1] == "--sigmas":
+    # metric=σ for bench/compare/power: the largest of the medians over the
+    # A-vs-A experiments, per metric.
+    best = {}
+    for exp in ("aa-local", "aa-docker"):
+        per = {}
+        for code, obj in load(exp):
+            for v in (obj or {}).get("verdicts") or []:
+                sg = round_sigma(v)
+                if sg is not None:
+                    per.setdefault(v["metric"], []).append(sg)
+        for m, vals in per.items():
+            best[m] = max(best.get(m, 0), statistics.median(vals))
+    print(",".join(f"{m}={v:.4f}" for m, v in sorted(best.items())))
+    sys.exit(0)
 
 lines = []
 w = lines.append
@@ -69,6 +109,7 @@ def aa(exp, title):
     ok = 0
     eq_ok = 0
     noise = {m: [] for m in METRICS}
+    sigma = {m: [] for m in METRICS}
     for i, (code, obj) in enumerate(runs, 1):
         if obj is None or obj.get("type") != "comparison":
             w(f"| {i} | {code} | (no result) | | " + " | ".join("" for _ in METRICS) + " |")
@@ -83,6 +124,9 @@ def aa(exp, title):
             if v["outcome"] in ("better", "worse"):
                 false = True
             cell = v["outcome"]
+            sg = round_sigma(v)
+            if sg is not None:
+                sigma[m].append(sg)
             if v["ci"][0] > 0:
                 half = max(v["ci"][1] - 1, 1 - v["ci"][0])
                 noise[m].append(half)
@@ -99,6 +143,10 @@ def aa(exp, title):
     w("")
     w("Noise floor (median half-width of the 95 % interval of B/A over the comparisons, where measured): " +
       ", ".join(f"{m} ±{statistics.median(v) * 100:.1f} %" for m, v in noise.items() if v) + ".")
+    w("")
+    w("Round-to-round noise (σ of log(value), median over the comparisons) against what the simulation")
+    w("in analysis/paired_sim_test.go assumes: " + ", ".join(
+        f"{m} {statistics.median(v) * 100:.1f} % (sim {SIM_SIGMA[m] * 100:.1f} %)" for m, v in sigma.items() if v) + ".")
     w("")
     summary.append((title, f"{ok}/{len(runs)} no false verdict; identical {eq_ok}/{len(runs)}"))
 
@@ -160,6 +208,17 @@ if runs:
     summary.append(("response variant, local", f"{ok}/{len(runs)} different, op list, $.cursor"))
 
 aa("aa-docker", "A vs A, docker provider")
+
+power = os.path.join(traces, "power.md")
+if os.path.exists(power):
+    w("## Simulated accuracy at the noise measured here")
+    w("")
+    w("`go run ./bench/compare/power -sigma …` with each metric's σ the larger of the A-vs-A medians above")
+    w("(local, docker): the real verdict rule on 4,000 simulated comparisons per cell, ±30 % drift between")
+    w("pairs, a 2 % first-round penalty under ABBA.")
+    w("")
+    lines.extend(open(power).read().rstrip("\n").split("\n"))
+    w("")
 
 out = ["| experiment | result |", "|---|---|"] + [f"| {t} | {r} |" for t, r in summary] + [""]
 idx = lines.index("") + 1
