@@ -302,5 +302,12 @@ func (r *Running) RunURL(id string) string {
 	return u.String()
 }
 
+// ComparisonURL is the address of one comparison's page.
+func (r *Running) ComparisonURL(id string) string {
+	u, _ := url.Parse(r.url)
+	u.Path = "/comparisons/" + url.PathEscape(id)
+	return u.String()
+}
+
 // Close stops serving.
 func (r *Running) Close() error { return r.srv.Close() }

@@ -113,7 +113,12 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		data.Database = &db.template
 	}
 
-	if b := t.Build; b != nil && b.Command != "" {
+	targetDir := t.Dir
+	if req.Prebuilt != "" {
+		if targetDir, err = usePrebuilt(req.Prebuilt, envDir, t.Dir); err != nil {
+			return env, err
+		}
+	} else if b := t.Build; b != nil && b.Command != "" {
 		dir := b.Dir
 		if dir == "" {
 			dir = t.Dir
@@ -147,7 +152,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 	env.TargetURL = "http://127.0.0.1:" + strconv.Itoa(port)
 
 	logPath := filepath.Join(envDir, "target.log")
-	exited, err := l.start(argv, t.Dir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
+	exited, err := l.start(argv, targetDir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
 		env.Target.PID = pid
 		_ = writeState(envDir, env)
 	})

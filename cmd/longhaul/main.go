@@ -98,6 +98,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.driveCmd(),
 		a.scenarioCmd(),
 		a.runCmd(),
+		a.compareCmd(),
+		a.comparisonsCmd(),
 		a.devCmd(),
 		a.workerCmd(),
 		a.serverCmd(),
