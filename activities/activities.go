@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -105,6 +106,11 @@ type Store interface {
 	Windows(ctx context.Context, runID string, q store.WindowQuery) ([]window.Window, error)
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
 	PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error
+	// The notifications' part (ScheduledSoakWorkflow's activities).
+	ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error)
+	Counts(ctx context.Context, runIDs []string) (map[string]store.RunCounts, error)
+	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+	PutNotification(ctx context.Context, n store.Notification) error
 	// The comparisons' part (CompareWorkflow's activities).
 	store.Comparisons
 }
@@ -267,6 +273,8 @@ type Activities struct {
 	// Refs resolves a scheduled run's git ref when it starts (nil: the
 	// ref is built as it stands at provision and no commit is recorded).
 	Refs Refs
+	// HTTPClient posts notifications (nil: http.DefaultClient).
+	HTTPClient *http.Client
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
 	HostTaskQueue string
 	// Metrics receives worker metrics (nil: none).
