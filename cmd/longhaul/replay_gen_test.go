@@ -188,7 +188,7 @@ func TestGenerateCompareHistories(t *testing.T) {
 	} {
 		err := st.PutComparison(ctx, store.Comparison{
 			ID: tc.id, Name: "hello", Status: store.Pending, Scenario: replayScenario,
-			B: store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}},
+			B:     store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}},
 			Order: workflows.OrderABBA, Pairs: 3, RoundDuration: 2 * time.Second, Window: time.Second,
 		})
 		if err != nil {
