@@ -422,6 +422,9 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 	if in.Build != nil {
 		spec, prebuilt = ApplyBuild(spec, *in.Build)
 	}
+	a.retried(ctx, "provision", in.RunID, in.Incarnation)
+	stop := keepAlive(ctx, "provisioning")
+	defer stop()
 	env, err := a.Provisioner.Provision(ctx, ProvisionRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, Spec: spec,
 		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes), Prebuilt: prebuilt,
@@ -458,6 +461,10 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 
 // Teardown removes an environment. It is idempotent.
 func (a *Activities) Teardown(ctx context.Context, env Environment) error {
+	a.retried(ctx, "teardown", env.RunID, env.Incarnation)
+	stop := keepAlive(ctx, "tearing down")
+	defer stop()
+	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}
