@@ -720,6 +720,10 @@ func TestPausesFinding(t *testing.T) {
 	if !ok || f.Severity != Warning || !strings.Contains(f.Summary, "GC pause p99 sat at") {
 		t.Errorf("GC pauses high and flat, latency following: %v %s %q, want a warning", ok, f.Severity, f.Summary)
 	}
+	f, ok = find(pausesOf(func(i int) float64 { return 3 + float64(i) + noise(i) }, follow, true), KindPauses)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "stay under 50 ms") {
+		t.Errorf("GC pauses rising 3 → 30 ms, latency following: %v %s %q, want an info note (under the bar)", ok, f.Severity, f.Summary)
+	}
 	if _, ok := find(pausesOf(func(i int) float64 { return 2 + noise(i) }, follow, false), KindPauses); ok {
 		t.Error("a quiet event loop gave a pauses finding")
 	}

@@ -16,10 +16,13 @@ import (
 //     (GCPauseHighMs).
 //
 // It is a warning when the latency tail followed (Spearman correlation of
-// the pause p99 and the request p99 over the windows ≥ MinLatencyCorrelation),
-// critical when, besides, the pauses rose and the request p99 at least
-// doubled; otherwise an info note (pauses the requests did not feel, or did
-// not feel more than before). Of the two sources the more severe is kept.
+// the pause p99 and the request p99 over the windows ≥ MinLatencyCorrelation)
+// and the pauses reached the high level (the last quarter's median, or the
+// whole run's); critical when, besides, they rose and the request p99 at
+// least doubled. Otherwise it is an info note: pauses the requests did not
+// feel, or that stayed short (the GC of a target starved of CPU rises with
+// its latency without being the cause). Of the two sources the more severe
+// is kept.
 func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 	o := a.opts.Pauses
 	var best Finding
@@ -91,12 +94,20 @@ func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 		}
 		sev := Info
 		tail := fmt.Sprintf("the latency tail did not follow (p99 %s → %s, Spearman %.2f)", fmtMs(l99b), fmtMs(l99a), rho)
+		material := high || after >= src.high
 		if follows {
-			sev = Warning
 			tail = fmt.Sprintf("p99.9 latency followed (%s → %s; p99 %s → %s, Spearman %.2f)", fmtMs(l999b), fmtMs(l999a), fmtMs(l99b), fmtMs(l99a), rho)
-			if rising && l99a >= 2*l99b {
-				sev = Critical
-			}
+		}
+		switch {
+		case follows && material && rising && l99a >= 2*l99b:
+			sev = Critical
+		case follows && material:
+			sev = Warning
+		case follows:
+			// A rise that ends below the bar: pauses of a target starved of
+			// CPU (saturated, or a noisy neighbour) rise with its latency
+			// without being what slows it.
+			tail += fmt.Sprintf(", but the pauses stay under %s", fmtMs(src.high))
 		}
 		cause := "the event loop is blocked: synchronous work, long GC pauses of the JavaScript heap, or a starved CPU"
 		if src.single == "gc_pause" {
