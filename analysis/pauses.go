@@ -95,6 +95,14 @@ func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 		sev := Info
 		tail := fmt.Sprintf("the latency tail did not follow (p99 %s → %s, Spearman %.2f)", fmtMs(l99b), fmtMs(l99a), rho)
 		material := high || after >= src.high
+		// Pauses that rose with other load on the machine, or while the
+		// target did no more work per request, are the machine's: a loop
+		// blocked by the target's own work, or a GC with more to do, costs
+		// CPU per request too.
+		starved, why := a.pausesStarved(inc, pos, p99)
+		if rising && starved {
+			material = false
+		}
 		if follows {
 			tail = fmt.Sprintf("p99.9 latency followed (%s → %s; p99 %s → %s, Spearman %.2f)", fmtMs(l999b), fmtMs(l999a), fmtMs(l99b), fmtMs(l99a), rho)
 		}
@@ -103,6 +111,8 @@ func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 			sev = Critical
 		case follows && material:
 			sev = Warning
+		case follows && rising && starved:
+			tail += ", but " + why
 		case follows:
 			// A rise that ends below the bar: pauses of a target starved of
 			// CPU (saturated, or a noisy neighbour) rise with its latency
@@ -120,4 +130,33 @@ func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 		}
 	}
 	return best, found
+}
+
+// pausesStarved reports whether the pauses p99 (at positions pos) rose
+// because the target was starved of CPU rather than by its own doing: with
+// host readings, the CPU share of other processes on the machine rose with
+// them (Spearman ≥ MinLatencyCorrelation) or stayed above half the machine;
+// without, the target's CPU per request did not rise by a quarter.
+func (a *analyzer) pausesStarved(inc *incarnation, pos []int, p99 []float64) (bool, string) {
+	o := a.opts.Pauses
+	var foreign, fp []float64
+	for k, i := range pos {
+		if f := inc.ws[i].Probes.HostForeignCPU; f != nil {
+			foreign = append(foreign, *f)
+			fp = append(fp, p99[k])
+		}
+	}
+	if len(foreign) >= o.MinWindows {
+		rho := Spearman(fp, foreign)
+		med := a.medianOf(foreign)
+		if !math.IsNaN(rho) && rho >= o.MinLatencyCorrelation || med >= 0.5 {
+			return true, fmt.Sprintf("other processes took %s of the machine (Spearman %.2f with the pauses): likely a starved CPU, not the target", fmtPct(med), rho)
+		}
+		return false, ""
+	}
+	c0, c1, ok := a.cpuPerRequest(inc, pos)
+	if ok && c1 < 1.25*c0 {
+		return true, fmt.Sprintf("the target's CPU per request stayed at %s µs (%s before): likely a starved CPU, not the target's own work", fmtCount(c1), fmtCount(c0))
+	}
+	return false, ""
 }
