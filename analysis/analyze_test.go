@@ -756,3 +756,28 @@ func TestPausesFinding(t *testing.T) {
 		t.Error("sub-millisecond GC pauses rising a little gave a pauses finding")
 	}
 }
+
+// A throughput fall that no probe explains is a warning without a database
+// probe — unless the host probe saw other processes take the machine.
+func TestCollapseOnABusyMachine(t *testing.T) {
+	ws := func(foreign bool) []window.Window {
+		return windows(30, func(i int, w *window.Window) {
+			r := int64(6000 - 185*i)
+			w.Requests, w.OK, w.RPS = r, r, float64(r)/3
+			c := 300.0
+			w.Probes.CPUMicrosPerRequest = &c
+			if foreign {
+				f := 0.6 + 0.01*float64(i)
+				w.Probes.HostForeignCPU = &f
+			}
+		})
+	}
+	f, ok := find(Analyze(ws(false), DefaultOptions()), KindCollapse)
+	if !ok || f.Severity != Warning {
+		t.Fatalf("unexplained fall without host readings: %v %s %q, want a warning", ok, f.Severity, f.Summary)
+	}
+	f, ok = find(Analyze(ws(true), DefaultOptions()), KindCollapse)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "other processes took") {
+		t.Errorf("the same fall with other processes taking the machine: %v %s %q, want an info note", ok, f.Severity, f.Summary)
+	}
+}
