@@ -76,6 +76,18 @@ type History struct {
 	ChangePoints []analysis.RunChangePoint `json:"change_points"`
 }
 
+// Series is the runs in the series (those not excluded), oldest first, as
+// analysis reads them.
+func (h History) Series() []analysis.SeriesRun {
+	var out []analysis.SeriesRun
+	for _, r := range h.Runs {
+		if !r.Excluded {
+			out = append(out, analysis.SeriesRun{ID: r.RunID, Commit: r.Commit, Values: r.Values})
+		}
+	}
+	return out
+}
+
 // Included reports whether a run of status s belongs in the series.
 func Included(s store.Status) bool { return s == store.Completed }
 
@@ -114,18 +126,14 @@ func Build(ctx context.Context, st Store, schedule string, o Options) (History, 
 	if err != nil {
 		return h, fmt.Errorf("history of %s: %w", schedule, err)
 	}
-	var series []analysis.SeriesRun
 	for _, r := range runs {
 		row, err := runRow(ctx, st, r, counts[r.ID])
 		if err != nil {
 			return h, err
 		}
 		h.Runs = append(h.Runs, row)
-		if !row.Excluded {
-			series = append(series, analysis.SeriesRun{ID: r.ID, Commit: r.Commit, Values: row.Values})
-		}
 	}
-	h.ChangePoints = analysis.HistoryChangePoints(series, h.Metrics, o.ChangePoints)
+	h.ChangePoints = analysis.HistoryChangePoints(h.Series(), h.Metrics, o.ChangePoints)
 	// Index the points by the rows (excluded runs included), not the series.
 	for i, p := range h.ChangePoints {
 		h.ChangePoints[i].Index = slices.IndexFunc(h.Runs, func(r Run) bool { return r.RunID == p.RunID })

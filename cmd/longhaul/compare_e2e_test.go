@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,14 +64,35 @@ type compareRun struct {
 // by timeout, and parses its NDJSON.
 func runCompare(t *testing.T, timeout time.Duration, args ...string) compareRun {
 	t.Helper()
+	return startCompare(t, timeout, args...)()
+}
+
+// startCompare starts `longhaul compare ARGS --format json` in-process in
+// the background; the function it returns waits for it and parses its
+// NDJSON.
+func startCompare(t *testing.T, timeout time.Duration, args ...string) func() compareRun {
+	t.Helper()
 	var out, errOut lockedBuffer
 	home := t.TempDir()
 	a := &app{stdout: &out, stderr: &errOut, stdin: strings.NewReader(""),
 		getenv: func(k string) string { return map[string]string{"HOME": home}[k] }, interrupts: make(chan os.Signal)}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	r := compareRun{code: a.run(ctx, append(append([]string{"compare"}, args...), "--format", "json", "--ui-addr", "off"))}
-	r.stdout, r.stderr = out.String(), errOut.String()
+	code := make(chan int, 1)
+	go func() {
+		defer cancel()
+		code <- a.run(ctx, append(append([]string{"compare"}, args...), "--format", "json", "--ui-addr", "off"))
+	}()
+	return func() compareRun {
+		t.Helper()
+		r := compareRun{code: <-code}
+		r.stdout, r.stderr = out.String(), errOut.String()
+		r.parse(t)
+		return r
+	}
+}
+
+func (r *compareRun) parse(t *testing.T) {
+	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -98,7 +120,6 @@ func runCompare(t *testing.T, timeout time.Duration, args ...string) compareRun 
 			t.Errorf("unexpected line type %q: %s", head.Type, sc.Text())
 		}
 	}
-	return r
 }
 
 func (r compareRun) verdict(metric string) (outcome string, ok bool) {
@@ -305,5 +326,164 @@ ops:
 				t.Errorf("stderr is not one line mentioning %q:\n%s", tt.stderr, r.stderr)
 			}
 		})
+	}
+}
+
+// TestCompareLocalRefs: --a and --b name git refs of a repository whose
+// app/burn file differs (0 and 400 µs of CPU per request); the local
+// provider builds each ref once from its commit's tree (cached under the
+// data directory by commit) and runs the target in that tree, so B is
+// worse on CPU per request and the report names both commits.
+func TestCompareLocalRefs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end comparison")
+	}
+	bin := buildDemoTarget(t)
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.MkdirAll(filepath.Join(repo, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct{ tag, burn string }{{"base", "0"}, {"slow", "400"}} {
+		if err := os.WriteFile(filepath.Join(repo, "app", "burn"), []byte(v.burn+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git("add", ".")
+		git("commit", "-q", "-m", v.tag)
+		git("tag", v.tag)
+	}
+	file := writeScenario(t, fmt.Sprintf(`name: e2e-compare-refs
+load: {vus: 4, duration: 3s, window: 1s, warmup: 1s, timeout: 5s}
+environment:
+  provider: local
+  target:
+    dir: %q
+    build:
+      command: cp %q "$LONGHAUL_ENV_DIR/demo-target"
+    command: ["sh", "-c", "DEMO_CPU_BURN_US=$(cat burn) exec {{.EnvDir}}/demo-target"]
+    health: /health
+    health_timeout: 30s
+ops:
+  - name: list
+    weight: 1
+    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
+probes:
+  process: true
+`, filepath.Join(repo, "app"), bin))
+	data := t.TempDir()
+	r := runCompare(t, 4*time.Minute, file, "--data", data, "--a", "base", "--b", "slow", "--pairs", "3",
+		"--equivalence", "20", "--disturbed-above", "off")
+	if r.code != exitOK || r.obj.Status != store.Completed {
+		t.Fatalf("exit %d, status %s (%s); stderr:\n%s", r.code, r.obj.Status, r.obj.Reason, r.stderr)
+	}
+	if len(r.obj.A.Commit) != 40 || len(r.obj.B.Commit) != 40 || r.obj.A.Commit == r.obj.B.Commit || r.obj.SameBuild {
+		t.Errorf("sides %+v %+v: want two different commits", r.obj.A, r.obj.B)
+	}
+	if got, _ := r.verdict("cpu_us_per_request"); got != "worse" {
+		t.Errorf("cpu_us_per_request %s, want worse: %+v", got, r.obj.Verdicts)
+	}
+	builds, _ := filepath.Glob(filepath.Join(data, "builds", "*"))
+	if len(builds) != 2 {
+		t.Errorf("builds %v, want one per commit", builds)
+	}
+}
+
+// TestCompareWorkerKill: kill -9 of the worker in the second round of a
+// comparison (local provider, `longhaul dev` and `longhaul worker` as
+// processes). A worker started again resumes: the round in progress
+// completes (with a gap for the window the kill cut), the first round is
+// not run again, and the comparison completes with its verdicts.
+func TestCompareWorkerKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end comparison with kill -9")
+	}
+	bin := buildDemoTarget(t)
+	file := compareScenario(t, bin)
+	data := t.TempDir()
+	_, addr := startDev(t, data, "--worker=false")
+	w1 := startWorker(t, addr, data)
+	wait := startCompare(t, 4*time.Minute, file, "--temporal", addr, "--data", data, "--pairs", "1",
+		"--round-duration", "8s", "--equivalence", "10", "--disturbed-above", "off")
+	st := storeOf(t, data)
+	var cmp store.Comparison
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		cs, err := st.ListComparisons(context.Background(), store.ListOptions{})
+		if err == nil && len(cs) == 1 && len(cs[0].Rounds) == 2 {
+			cmp = cs[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second round did not start; comparisons %+v, %v", cs, err)
+		}
+	}
+	second := cmp.Rounds[1].RunID
+	waitWindow(t, st, second, 2)
+	w1.kill9()
+	w2 := startWorker(t, addr, data)
+	defer w2.stop()
+	r := wait()
+	if r.code != exitOK || r.obj.Status != store.Completed || len(r.obj.Rounds) != 2 {
+		t.Fatalf("exit %d, status %s (%s), %d rounds; stderr:\n%s", r.code, r.obj.Status, r.obj.Reason, len(r.obj.Rounds), r.stderr)
+	}
+	for _, ro := range r.obj.Rounds {
+		if ro.Status != store.Completed {
+			t.Errorf("round %d %s", ro.Index, ro.Status)
+		}
+	}
+	if len(r.obj.Verdicts) == 0 {
+		t.Error("no verdicts")
+	}
+	first, err := st.GetRun(context.Background(), cmp.Rounds[0].RunID)
+	if err != nil || first.Incarnations > 1 {
+		t.Errorf("the first round ran again: %+v, %v", first, err)
+	}
+	ws, err := st.Windows(context.Background(), second, store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := 0
+	for _, w := range ws {
+		if w.Gap {
+			gaps++
+		}
+	}
+	if len(ws) != 8 || gaps == 0 {
+		t.Errorf("the round in progress at the kill: %d windows, %d gaps; want 8 with a gap", len(ws), gaps)
+	}
+}
+
+// TestCompareDetach: --detach submits the comparison, prints its id and
+// returns; the record is stored with its plan.
+func TestCompareDetach(t *testing.T) {
+	file := writeScenario(t, `name: detached
+environment:
+  provider: local
+  target: {command: ["/bin/true"], health: /health}
+ops:
+  - {name: get, weight: 1, request: {method: GET, path: /items}}
+`)
+	data := t.TempDir()
+	r := runLonghaul(t, runOpts{}, "compare", file, "--detach", "--data", data, "--pairs", "2", "--order", "random",
+		"--round-duration", "5s", "--window", "1s", "--b-env", "X=1")
+	if r.code != exitOK || !strings.Contains(r.stdout, "submitted") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	cs, err := storeOf(t, data).ListComparisons(context.Background(), store.ListOptions{})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("comparisons %+v, %v", cs, err)
+	}
+	c := cs[0]
+	if !strings.Contains(r.stdout, c.ID) || c.Pairs != 2 || c.Order != "random" || c.RoundDuration != 5*time.Second ||
+		c.B.Env["X"] != "1" || c.WorkflowID == "" || c.Provider != "local" {
+		t.Errorf("stored %+v", c)
 	}
 }
