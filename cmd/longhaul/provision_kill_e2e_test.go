@@ -197,7 +197,8 @@ func localLeftovers(data, envID string) []string {
 // TestWorkerKillWhileProvisioningDocker: the same four kills on the docker
 // provider, with a target built from a git repository (a build that takes a
 // few seconds, then a target that answers its health check only after 3 s
-// and ignores SIGTERM). Each run completes; nothing labelled with it is left.
+// and, for the teardown case, ignores SIGTERM). Each run completes; nothing
+// labelled with it is left.
 func TestWorkerKillWhileProvisioningDocker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soaks in containers with kill -9")
@@ -205,14 +206,19 @@ func TestWorkerKillWhileProvisioningDocker(t *testing.T) {
 	requireDocker(t)
 	repo := killRepo(t)
 	_, addr := startDev(t, t.TempDir(), "--worker=false")
-	scenario := writeScenario(t, fmt.Sprintf(`name: kill-docker
+	scenario := func(s killStage) string {
+		env := ""
+		if s.teardown {
+			env = "\n      IGNORE_TERM: \"1\""
+		}
+		return writeScenario(t, fmt.Sprintf(`name: kill-docker
 load: {vus: 2, duration: 3s, window: 1s, timeout: 2s}
 environment:
   provider: docker
   target:
     build: {repo: %q}
     env:
-      DATABASE_URL: "{{.Database.URL}}"
+      DATABASE_URL: "{{.Database.URL}}"%s
     health: /health
     health_timeout: 30s
   database: {kind: postgres, image: "longhaul/postgres:15-offline"}
@@ -220,7 +226,8 @@ ops:
   - name: health
     weight: 1
     request: {method: GET, path: /health}
-`, repo))
+`, repo, env))
+	}
 	for _, s := range []killStage{
 		// First: later cases reuse the image built from the same commit.
 		{name: "during the target build", reached: printed("building target image")},
@@ -237,7 +244,7 @@ ops:
 		{name: "during teardown", teardown: true, reached: printed("tearing down")},
 	} {
 		t.Run(s.name, func(t *testing.T) {
-			run, _ := killWorkerAt(t, addr, scenario, s)
+			run, _ := killWorkerAt(t, addr, scenario(s), s)
 			checkNoLabelled(t, run.ID)
 		})
 	}
@@ -245,9 +252,9 @@ ops:
 
 // killRepo makes a git repository whose Dockerfile builds the demo target
 // into an image with a shell: a build step that sleeps (a fresh nonce, so no
-// cache skips it), and an entrypoint that starts the target after 3 s and
-// ignores SIGTERM, so `docker stop` waits its grace. The image is removed
-// when the test ends.
+// cache skips it), and an entrypoint that starts the target after 3 s and,
+// with IGNORE_TERM set, ignores SIGTERM, so `docker stop` waits its grace.
+// The image is removed when the test ends.
 func killRepo(t *testing.T) string {
 	t.Helper()
 	repo := filepath.Join(t.TempDir(), "kill-fixture")
@@ -261,7 +268,7 @@ FROM longhaul/postgres:15-offline
 COPY --from=slow /nonce /nonce
 COPY --from=longhaul/demo-target:latest /demo-target /demo-target
 ENV PORT=8080 TMPDIR=/tmp
-ENTRYPOINT ["sh", "-c", "trap '' TERM; sleep 3; /demo-target; sleep 60"]
+ENTRYPOINT ["sh", "-c", "sleep 3; if [ -n \"$IGNORE_TERM\" ]; then trap '' TERM; /demo-target; sleep 60; else exec /demo-target; fi"]
 `
 	files := map[string]string{"Dockerfile": dockerfile, "nonce": fmt.Sprintf("%d\n", time.Now().UnixNano())}
 	for name, content := range files {
