@@ -472,3 +472,19 @@ func TestParseFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestRunTextNamesTheSchedule(t *testing.T) {
+	rep, err := NewRunReport(store.Run{ID: "r1", Name: "api", Kind: "soak", Status: store.Completed, Schedule: "nightly", Commit: "0123abcd"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteRunText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"schedule: nightly (longhaul history nightly)\n", "commit:  0123abcd\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -82,6 +82,12 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	if r.WorkflowID != "" {
 		fmt.Fprintf(b, "workflow: %s\n", r.WorkflowID)
 	}
+	if r.Schedule != "" {
+		fmt.Fprintf(b, "schedule: %s (longhaul history %s)\n", r.Schedule, r.Schedule)
+	}
+	if r.Commit != "" {
+		fmt.Fprintf(b, "commit:  %s\n", r.Commit)
+	}
 	fmt.Fprintf(b, "created: %s  started: %s  ended: %s\n", utc(r.CreatedAt), utc(r.StartedAt), utc(r.EndedAt))
 	if r.Incarnations > 1 {
 		fmt.Fprintf(b, "incarnations: %d\n", r.Incarnations)
