@@ -487,4 +487,11 @@ func TestRunTextNamesTheSchedule(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
 	}
+	b.Reset()
+	if err := WriteRunsText(&b, []store.Run{rep.Run}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "soak (nightly)") {
+		t.Errorf("runs table lacks the schedule:\n%s", b.String())
+	}
 }

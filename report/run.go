@@ -275,7 +275,11 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 			}
 			dur = clock(end.Sub(r.StartedAt).Truncate(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
+		kind := r.Kind
+		if r.Schedule != "" {
+			kind += " (" + r.Schedule + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write runs: %w", err)
