@@ -110,6 +110,7 @@ type Store interface {
 	ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error)
 	Counts(ctx context.Context, runIDs []string) (map[string]store.RunCounts, error)
 	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
 	PutNotification(ctx context.Context, n store.Notification) error
 	// The comparisons' part (CompareWorkflow's activities).
 	store.Comparisons
