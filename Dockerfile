@@ -31,7 +31,9 @@ COPY --from=build /out/longhaul /longhaul
 # image runs as (65532, "nonroot" by convention), so a named volume on /data
 # starts out writable.
 COPY --from=build --chown=65532:65532 /rootfs/data /data
-ENV HOME=/data TMPDIR=/data/tmp LONGHAUL_DOCKER_ROUTE=published-port TESTCONTAINERS_RYUK_DISABLED=true
+# USER: without cgo, os/user cannot look the user up, and the Temporal
+# server's telemetry set-up fails without $USER.
+ENV HOME=/data USER=longhaul TMPDIR=/data/tmp LONGHAUL_DOCKER_ROUTE=published-port TESTCONTAINERS_RYUK_DISABLED=true
 VOLUME /data
 WORKDIR /data
 USER 65532:65532
