@@ -175,6 +175,9 @@ func TestCompareLocalCPUBurn(t *testing.T) {
 	}
 	st := storeOf(t, data)
 	for _, ro := range o.Rounds {
+		if ro.Seconds < 4 {
+			t.Errorf("round %d took %.1f s by its record, want its 4 s at least", ro.Index, ro.Seconds)
+		}
 		run, err := st.GetRun(context.Background(), ro.RunID)
 		if err != nil || run.Status != store.Completed {
 			t.Errorf("round %d: run %s: %v, %v", ro.Index, ro.RunID, run.Status, err)
