@@ -110,6 +110,7 @@ type Store interface {
 	ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error)
 	Counts(ctx context.Context, runIDs []string) (map[string]store.RunCounts, error)
 	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
 	PutNotification(ctx context.Context, n store.Notification) error
 	// The comparisons' part (CompareWorkflow's activities).
 	store.Comparisons
@@ -422,6 +423,9 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 	if in.Build != nil {
 		spec, prebuilt = ApplyBuild(spec, *in.Build)
 	}
+	a.retried(ctx, "provision", in.RunID, in.Incarnation)
+	stop := keepAlive(ctx, "provisioning")
+	defer stop()
 	env, err := a.Provisioner.Provision(ctx, ProvisionRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, Spec: spec,
 		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes), Prebuilt: prebuilt,
@@ -458,6 +462,10 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 
 // Teardown removes an environment. It is idempotent.
 func (a *Activities) Teardown(ctx context.Context, env Environment) error {
+	a.retried(ctx, "teardown", env.RunID, env.Incarnation)
+	stop := keepAlive(ctx, "tearing down")
+	defer stop()
+	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/longhaul-dev/longhaul/history"
 	"github.com/longhaul-dev/longhaul/notify"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/thresholds"
 )
 
 // ErrTypeNotifyRejected: the receiver refused a notification in a way a
@@ -58,10 +59,21 @@ func (a *Activities) PrepareNotice(ctx context.Context, in NoticeInput) (Notice,
 			points = analysis.NewChangePoints(series, h.Metrics, analysis.ChangePointOptions{})
 		}
 	}
-	events, worth := notify.Events(run, fs, points)
+	rs, err := a.Store.Thresholds(ctx, in.RunID)
+	if err != nil {
+		return Notice{}, fmt.Errorf("notice of run %s: %w", in.RunID, err)
+	}
+	var gateReasons []string
+	if g := thresholds.Judge(rs, fs, analysis.Severity(run.FailOn)); !g.Passed {
+		gateReasons = g.Reasons()
+	}
+	events, worth := notify.Events(run, fs, points, gateReasons)
 	p := notify.Payload{
 		Type: notify.Type, Events: events, Schedule: in.Schedule, RunID: run.ID, Commit: run.Commit,
 		Status: run.Status, Reason: run.Reason, Findings: worth, ChangePoints: points,
+	}
+	if run.Status == store.Completed {
+		p.GateReasons = gateReasons
 	}
 	if in.UIURL != "" {
 		p.URL = in.UIURL + "/runs/" + url.PathEscape(run.ID)

@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,16 @@ func TestPrepareNoticeReportsANewChangePoint(t *testing.T) {
 			if err := st.PutFindings(context.Background(), last, []analysis.Finding{{Kind: "error_surge", Severity: analysis.Warning, Summary: "errors rose"}}); err != nil {
 				t.Fatal(err)
 			}
-			tt.events = []string{notify.EventFindings}
+			// The schedule's --fail-on warning fails the gate on it too.
+			r, err := st.GetRun(context.Background(), last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.FailOn = "warning"
+			if err := st.PutRun(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			tt.events = []string{notify.EventFindings, notify.EventGateFailed}
 		}
 		a := &activities.Activities{Store: st}
 		env := newEnv(a)
@@ -79,6 +89,9 @@ func TestPrepareNoticeReportsANewChangePoint(t *testing.T) {
 		p := got.Payload
 		if fmt.Sprint(p.Events) != fmt.Sprint(tt.events) {
 			t.Errorf("%d runs: events %v, want %v (payload %+v)", tt.runs, p.Events, tt.events, p)
+		}
+		if tt.runs == 11 && (len(p.GateReasons) != 1 || !strings.Contains(p.GateReasons[0], "--fail-on warning")) {
+			t.Errorf("gate reasons %q, want the warning finding under --fail-on warning", p.GateReasons)
 		}
 		if tt.runs == 10 {
 			if len(p.ChangePoints) != 1 || p.ChangePoints[0].RunID != "run-06" || p.ChangePoints[0].Metric != analysis.MetricCPUMicrosPerReq || p.ChangePoints[0].Direction != analysis.Regression {

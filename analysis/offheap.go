@@ -77,7 +77,7 @@ func (a *analyzer) offHeapLeak(inc *incarnation, heap heapReadings) (Finding, bo
 		f.Evidence.Notes["heap_share"] = max(heapPerReq, 0) / perReq
 		hb, ha := a.medianOf(heap.y[:quarter(len(heap.y))]), a.medianOf(heap.y[len(heap.y)-quarter(len(heap.y)):])
 		f.Evidence.Notes["heap_before"], f.Evidence.Notes["heap_after"] = hb, ha
-		grew := fmt.Sprintf("%s while the post-GC heap stayed flat (%s → %s, %s per request against %s)",
+		grew := fmt.Sprintf("%s while the post-GC heap grew far less (%s → %s, %s per request against %s)",
 			strings.TrimSuffix(f.Summary, ": likely a memory leak"), fmtBytes(hb), fmtBytes(ha), fmtBytes(max(heapPerReq, 0)), fmtBytes(perReq))
 		if c.what == whatRSS && len(inc.sqlite) > 0 {
 			// An embedded SQLite keeps its page cache (up to cache_size per

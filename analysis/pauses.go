@@ -16,10 +16,13 @@ import (
 //     (GCPauseHighMs).
 //
 // It is a warning when the latency tail followed (Spearman correlation of
-// the pause p99 and the request p99 over the windows ≥ MinLatencyCorrelation),
-// critical when, besides, the pauses rose and the request p99 at least
-// doubled; otherwise an info note (pauses the requests did not feel, or did
-// not feel more than before). Of the two sources the more severe is kept.
+// the pause p99 and the request p99 over the windows ≥ MinLatencyCorrelation)
+// and the pauses reached the high level (the last quarter's median, or the
+// whole run's); critical when, besides, they rose and the request p99 at
+// least doubled. Otherwise it is an info note: pauses the requests did not
+// feel, or that stayed short (the GC of a target starved of CPU rises with
+// its latency without being the cause). Of the two sources the more severe
+// is kept.
 func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 	o := a.opts.Pauses
 	var best Finding
@@ -91,12 +94,30 @@ func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 		}
 		sev := Info
 		tail := fmt.Sprintf("the latency tail did not follow (p99 %s → %s, Spearman %.2f)", fmtMs(l99b), fmtMs(l99a), rho)
+		material := high || after >= src.high
+		// Pauses that rose with other load on the machine, or while the
+		// target did no more work per request, are the machine's: a loop
+		// blocked by the target's own work, or a GC with more to do, costs
+		// CPU per request too.
+		starved, why := a.pausesStarved(inc, pos, p99)
+		if rising && starved {
+			material = false
+		}
 		if follows {
-			sev = Warning
 			tail = fmt.Sprintf("p99.9 latency followed (%s → %s; p99 %s → %s, Spearman %.2f)", fmtMs(l999b), fmtMs(l999a), fmtMs(l99b), fmtMs(l99a), rho)
-			if rising && l99a >= 2*l99b {
-				sev = Critical
-			}
+		}
+		switch {
+		case follows && material && rising && l99a >= 2*l99b:
+			sev = Critical
+		case follows && material:
+			sev = Warning
+		case follows && rising && starved:
+			tail += ", but " + why
+		case follows:
+			// A rise that ends below the bar: pauses of a target starved of
+			// CPU (saturated, or a noisy neighbour) rise with its latency
+			// without being what slows it.
+			tail += fmt.Sprintf(", but the pauses stay under %s", fmtMs(src.high))
 		}
 		cause := "the event loop is blocked: synchronous work, long GC pauses of the JavaScript heap, or a starved CPU"
 		if src.single == "gc_pause" {
@@ -109,4 +130,33 @@ func (a *analyzer) pauses(inc *incarnation) (Finding, bool) {
 		}
 	}
 	return best, found
+}
+
+// pausesStarved reports whether the pauses p99 (at positions pos) rose
+// because the target was starved of CPU rather than by its own doing: with
+// host readings, the CPU share of other processes on the machine rose with
+// them (Spearman ≥ MinLatencyCorrelation) or stayed above half the machine;
+// without, the target's CPU per request did not rise by a quarter.
+func (a *analyzer) pausesStarved(inc *incarnation, pos []int, p99 []float64) (bool, string) {
+	o := a.opts.Pauses
+	var foreign, fp []float64
+	for k, i := range pos {
+		if f := inc.ws[i].Probes.HostForeignCPU; f != nil {
+			foreign = append(foreign, *f)
+			fp = append(fp, p99[k])
+		}
+	}
+	if len(foreign) >= o.MinWindows {
+		rho := Spearman(fp, foreign)
+		med := a.medianOf(foreign)
+		if !math.IsNaN(rho) && rho >= o.MinLatencyCorrelation || med >= 0.5 {
+			return true, fmt.Sprintf("other processes took %s of the machine (Spearman %.2f with the pauses): likely a starved CPU, not the target", fmtPct(med), rho)
+		}
+		return false, ""
+	}
+	c0, c1, ok := a.cpuPerRequest(inc, pos)
+	if ok && c1 < 1.25*c0 {
+		return true, fmt.Sprintf("the target's CPU per request stayed at %s µs (%s before): likely a starved CPU, not the target's own work", fmtCount(c1), fmtCount(c0))
+	}
+	return false, ""
 }

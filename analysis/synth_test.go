@@ -263,7 +263,11 @@ func (m model) simulate(r, ro, rm *rand.Rand, inc, firstIndex int, start time.Ti
 			if m.sqlite && m.noIndex {
 				scan = 1 + rows/m.rowCostK // SQLite scans in the target's own process
 			}
-			cpuSec += n * cpuPerReq * scan * (1 + 0.1*math.Ceil(loss(t))) * 1e-6
+			block := 1.0
+			if m.loopDelayRise > 0 {
+				block = 1 + 1.5*t/total // the synchronous work that blocks the loop is CPU
+			}
+			cpuSec += n * cpuPerReq * scan * block * (1 + 0.1*math.Ceil(loss(t))) * 1e-6
 			// Errors.
 			if m.surgeRate > 0 && surgeStart > 0 && t >= surgeStart {
 				k := poisson(r, n*m.surgeRate)

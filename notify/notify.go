@@ -30,6 +30,7 @@ const (
 	EventFindings    = "findings"     // a warning or critical finding
 	EventFailed      = "failed"       // the run failed or was cancelled
 	EventChangePoint = "change_point" // a new change point in the schedule's history
+	EventGateFailed  = "gate_failed"  // a completed run failed its gate (a threshold, or --fail-on)
 )
 
 // Type is the payload's "type".
@@ -48,6 +49,9 @@ type Payload struct {
 	Findings []Finding `json:"findings"`
 	// ChangePoints are those that appeared with this run.
 	ChangePoints []analysis.RunChangePoint `json:"change_points"`
+	// GateReasons say why a completed run failed its gate (thresholds,
+	// findings at or above the schedule's --fail-on).
+	GateReasons []string `json:"gate_reasons,omitempty"`
 	// URL is the run's page in the browser UI ("" when no UI base was set);
 	// HistoryURL the schedule's page.
 	URL        string `json:"url,omitempty"`
@@ -62,8 +66,9 @@ type Finding struct {
 }
 
 // Events returns what is worth telling about run, and the findings worth
-// listing (warning or worse).
-func Events(run store.Run, fs []analysis.Finding, points []analysis.RunChangePoint) ([]string, []Finding) {
+// listing (warning or worse). gateReasons are why the run's gate failed
+// (none: it passed or judged nothing).
+func Events(run store.Run, fs []analysis.Finding, points []analysis.RunChangePoint, gateReasons []string) ([]string, []Finding) {
 	var events []string
 	var worth []Finding
 	for _, f := range fs {
@@ -79,6 +84,9 @@ func Events(run store.Run, fs []analysis.Finding, points []analysis.RunChangePoi
 	}
 	if len(points) > 0 {
 		events = append(events, EventChangePoint)
+	}
+	if run.Status == store.Completed && len(gateReasons) > 0 {
+		events = append(events, EventGateFailed)
 	}
 	return events, worth
 }

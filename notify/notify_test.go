@@ -22,16 +22,18 @@ func TestEvents(t *testing.T) {
 		run      store.Run
 		fs       []analysis.Finding
 		cp       []analysis.RunChangePoint
+		gate     []string
 		want     []string
 		findings int
 	}{
-		{"quiet", store.Run{Status: store.Completed}, fs[1:], nil, nil, 0},
-		{"critical", store.Run{Status: store.Completed}, fs, nil, []string{notify.EventFindings}, 1},
-		{"failed", store.Run{Status: store.Failed}, nil, nil, []string{notify.EventFailed}, 0},
-		{"all", store.Run{Status: store.Cancelled}, fs, cp, []string{notify.EventFindings, notify.EventFailed, notify.EventChangePoint}, 1},
+		{"quiet", store.Run{Status: store.Completed}, fs[1:], nil, nil, nil, 0},
+		{"critical", store.Run{Status: store.Completed}, fs, nil, nil, []string{notify.EventFindings}, 1},
+		{"failed", store.Run{Status: store.Failed}, nil, nil, []string{"the run failed"}, []string{notify.EventFailed}, 0},
+		{"gate", store.Run{Status: store.Completed}, nil, nil, []string{"threshold p99_ms < 250 failed"}, []string{notify.EventGateFailed}, 0},
+		{"all", store.Run{Status: store.Cancelled}, fs, cp, nil, []string{notify.EventFindings, notify.EventFailed, notify.EventChangePoint}, 1},
 	}
 	for _, tt := range tests {
-		got, worth := notify.Events(tt.run, tt.fs, tt.cp)
+		got, worth := notify.Events(tt.run, tt.fs, tt.cp, tt.gate)
 		if !reflect.DeepEqual(got, tt.want) || len(worth) != tt.findings {
 			t.Errorf("%s: Events = %v, %d findings; want %v, %d", tt.name, got, len(worth), tt.want, tt.findings)
 		}

@@ -102,7 +102,7 @@ func BuildLocalRef(ctx context.Context, opts Options, spec scenarios.Environment
 	if err := exportTree(ctx, root, commit, src); err != nil {
 		return "", "", err
 	}
-	if err := runBuild(ctx, t.Build.Command, filepath.Join(src, rel), out, opts.Logger); err != nil {
+	if err := runBuild(ctx, t.Build.Command, filepath.Join(src, rel), out, "", opts.Logger); err != nil {
 		return "", "", err
 	}
 	// Inputs that are not in the tree (build.log) stay out of src: the log

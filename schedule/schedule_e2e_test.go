@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -315,4 +320,36 @@ func TestScheduleNotifiesAFailedRun(t *testing.T) {
 	if p.Schedule != name || p.RunID != run.ID || p.Status != store.Failed || p.Reason == "" || p.URL != "http://127.0.0.1:8099/runs/"+run.ID {
 		t.Errorf("payload = %+v", p)
 	}
+	if *updateHistories {
+		d, err := sc.Describe(ctx, name)
+		if err != nil || len(d.Recent) != 1 {
+			t.Fatalf("describe: %v, %+v", err, d.Recent)
+		}
+		writeHistory(t, r.c, d.Recent[0].WorkflowID, "scheduled-notify.json")
+	}
+}
+
+var updateHistories = flag.Bool("update-histories", false, "regenerate workflows/testdata/scheduled-*.json")
+
+// writeHistory saves a workflow's history for workflows' replay test.
+func writeHistory(t *testing.T, c client.Client, id, file string) {
+	t.Helper()
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "workflows", "testdata", file)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s: %d events", path, len(h.Events))
 }

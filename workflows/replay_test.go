@@ -11,8 +11,8 @@ import (
 // is not guarded by workflow.GetVersion breaks soaks in flight, and fails here.
 // Likewise for CompareWorkflow (TestGenerateCompareHistories).
 func TestReplay(t *testing.T) {
-	for _, file := range []string{"testdata/soak-clean.json", "testdata/soak-cancelled.json", "testdata/soak-threshold-abort.json",
-		"testdata/compare-clean.json", "testdata/compare-rerun.json"} {
+	for _, file := range []string{"testdata/soak-clean.json", "testdata/soak-cancelled.json", "testdata/soak-threshold-abort.json", "testdata/soak-provision-heartbeat.json",
+		"testdata/compare-clean.json", "testdata/compare-rerun.json", "testdata/scheduled-notify.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflows(r)

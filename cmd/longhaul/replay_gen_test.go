@@ -50,16 +50,7 @@ func TestGenerateSoakHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := replayClient(ctx, t, quiet)
 
 	reached := make(chan struct{})
 	drv := &activitiestest.Driver{Before: func(ctx context.Context, call, index int) error {
@@ -132,16 +123,7 @@ func TestGenerateCompareHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := replayClient(ctx, t, quiet)
 
 	st := &activitiestest.Store{}
 	drv := &activitiestest.Driver{}
@@ -209,6 +191,58 @@ func TestGenerateCompareHistories(t *testing.T) {
 		}
 		writeHistory(t, c, tc.id, tc.file)
 	}
+}
+
+// replayClient starts an embedded server for the test and returns a client
+// of it; both end with the test.
+func replayClient(ctx context.Context, t *testing.T, quiet *slog.Logger) client.Client {
+	t.Helper()
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestGenerateProvisionHeartbeatHistory records a clean soak with the
+// version markers of the heartbeating Provision and Teardown
+// (soak-provision-heartbeat.json), leaving the older histories as they
+// are:
+//
+//	go test ./cmd/longhaul -run TestGenerateProvisionHeartbeatHistory -args -update-histories
+func TestGenerateProvisionHeartbeatHistory(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("run with -update-histories to regenerate workflows/testdata/soak-provision-heartbeat.json")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := replayClient(ctx, t, quiet)
+	acts := &activities.Activities{
+		Store: &activitiestest.Store{}, Provisioner: &activitiestest.Provisioner{}, Driver: &activitiestest.Driver{},
+		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
+	}
+	w := workflows.NewWorker(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const id = "replay-provision-heartbeat"
+	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 3 * time.Second, Window: time.Second}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("soak: %v", err)
+	}
+	writeHistory(t, c, id, "soak-provision-heartbeat.json")
 }
 
 func writeHistory(t *testing.T, c client.Client, id, file string) {
