@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -99,5 +100,60 @@ func ScheduledSoakWorkflow(ctx workflow.Context, in ScheduledInput) (ScheduledRe
 	})
 	err = workflow.ExecuteChildWorkflow(child, WorkflowName, soak).Get(ctx, &res.Soak)
 	res.Soak.RunID = res.RunID
+	// Version 1 notifies (in.Notify) when the soak has ended, whatever
+	// its outcome; a delivery that keeps failing is recorded and never
+	// changes the run's result.
+	if in.Notify != "" && workflow.GetVersion(ctx, "scheduled-notify", workflow.DefaultVersion, 1) >= 1 {
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		notifySoak(dctx, in, res.RunID)
+	}
 	return res, err
+}
+
+// Notification retries: 1 s, 2 s, 4 s … up to a minute apart, six tries.
+const notifyAttempts = 6
+
+// notifySoak sends the run's notification, if it has anything to say, and
+// records how it went.
+func notifySoak(ctx workflow.Context, in ScheduledInput, runID string) {
+	var a *activities.Activities
+	log := workflow.GetLogger(ctx)
+	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var notice activities.Notice
+	err := workflow.ExecuteActivity(general, a.PrepareNotice, activities.NoticeInput{RunID: runID, Schedule: in.Schedule, UIURL: in.UIURL}).Get(ctx, &notice)
+	if err != nil {
+		log.Error("notification not prepared", "run", runID, "error", err)
+		return
+	}
+	if len(notice.Payload.Events) == 0 {
+		return
+	}
+	post := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			MaximumAttempts: notifyAttempts, NonRetryableErrorTypes: []string{activities.ErrTypeNotifyRejected},
+		},
+	})
+	rec := store.Notification{RunID: runID, URL: in.Notify, Events: notice.Payload.Events}
+	err = workflow.ExecuteActivity(post, a.Notify, activities.NotifyInput{URL: in.Notify, Payload: notice.Payload}).Get(ctx, &rec.Attempts)
+	if err != nil {
+		rec.Attempts = notifyAttempts
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == activities.ErrTypeNotifyRejected && app.HasDetails() {
+			_ = app.Details(&rec.Attempts)
+		}
+		rec.Error = failureReason(err)
+		log.Warn("notification not delivered", "run", runID, "url", in.Notify, "error", err)
+	} else {
+		rec.OK = true
+	}
+	if err := workflow.ExecuteActivity(general, a.RecordNotification, rec).Get(ctx, nil); err != nil {
+		log.Error("notification not recorded", "run", runID, "error", err)
+	}
 }
