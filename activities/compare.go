@@ -240,6 +240,13 @@ func (a *Activities) FinishRound(ctx context.Context, in FinishRoundInput) (stor
 	if err != nil {
 		return r, fmt.Errorf("finish round %d: read windows: %w", r.Index, err)
 	}
+	if c, err := a.Store.GetComparison(ctx, in.ComparisonID); err == nil {
+		for _, old := range c.Rounds {
+			if old.Index == r.Index && r.StartedAt.IsZero() {
+				r.StartedAt = old.StartedAt // set by StartRound
+			}
+		}
+	}
 	r.ForeignCPU = foreignCPU(ws, in.Warmup)
 	r.Disturbed = in.DisturbedAbove > 0 && r.ForeignCPU > in.DisturbedAbove
 	r.Status, r.Reason, r.EndedAt = in.Status, in.Reason, a.now()
