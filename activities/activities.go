@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -108,6 +109,12 @@ type Store interface {
 	Windows(ctx context.Context, runID string, q store.WindowQuery) ([]window.Window, error)
 	PutFindings(ctx context.Context, runID string, fs []analysis.Finding) error
 	PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error
+	// The notifications' part (ScheduledSoakWorkflow's activities).
+	ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error)
+	Counts(ctx context.Context, runIDs []string) (map[string]store.RunCounts, error)
+	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
+	PutNotification(ctx context.Context, n store.Notification) error
 	// The comparisons' part (CompareWorkflow's activities).
 	store.Comparisons
 }
@@ -273,6 +280,8 @@ type Activities struct {
 	// Refs resolves a scheduled run's git ref when it starts (nil: the
 	// ref is built as it stands at provision and no commit is recorded).
 	Refs Refs
+	// HTTPClient posts notifications (nil: http.DefaultClient).
+	HTTPClient *http.Client
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
 	HostTaskQueue string
 	// Metrics receives worker metrics (nil: none).
@@ -423,6 +432,9 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 	if in.Build != nil {
 		spec, prebuilt = ApplyBuild(spec, *in.Build)
 	}
+	a.retried(ctx, "provision", in.RunID, in.Incarnation)
+	stop := keepAlive(ctx, "provisioning")
+	defer stop()
 	env, err := a.Provisioner.Provision(ctx, ProvisionRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, Spec: spec,
 		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes), Prebuilt: prebuilt,
@@ -459,6 +471,10 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 
 // Teardown removes an environment. It is idempotent.
 func (a *Activities) Teardown(ctx context.Context, env Environment) error {
+	a.retried(ctx, "teardown", env.RunID, env.Incarnation)
+	stop := keepAlive(ctx, "tearing down")
+	defer stop()
+	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}

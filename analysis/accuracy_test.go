@@ -38,6 +38,22 @@ func seedOffsetFromEnv() uint64 {
 	return v
 }
 
+// wantOffHeap wants a warning-or-worse leak outside the heap, in series what.
+func wantOffHeap(what string) check {
+	return func(res Result) error {
+		for _, f := range res.Verdicts() {
+			if f.Kind == KindLeak {
+				if f.Evidence.Notes["off_heap"] != 1 || !strings.HasPrefix(f.Summary, what+" grew") ||
+					!strings.Contains(f.Summary, "outside the managed heap") {
+					return fmt.Errorf("a leak, but not outside the heap in %s: %s", what, f.Summary)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no leak; got %s", describe(res))
+	}
+}
+
 var cleanModels = []model{
 	demo,
 	demo.with("demo with a cache that fills and levels off", func(m *model) {
@@ -52,6 +68,10 @@ var cleanModels = []model{
 		m.node, m.passive, m.forcedEvery = true, false, 0
 		m.cacheMin, m.cacheMax = 2<<20, 8<<20 // compiled code and feedback vectors
 		m.cacheTauMin, m.cacheTauMax = 0.03, 0.15
+	}),
+	demo.with("node target at load 20, inspector every window", func(m *model) {
+		m.node, m.passive, m.forcedEvery = true, false, 0
+		m.logJitter, m.interference = busy.logJitter, true
 	}),
 	demoSQLite,
 	busy.with("demo on SQLite at load 20", func(m *model) { m.db, m.sqlite = false, true }),
@@ -257,6 +277,27 @@ func TestAccuracyFaults(t *testing.T) {
 		{leak.with("node target leaking 2 KiB per request", func(m *model) {
 			m.node, m.passive, m.forcedEvery, m.db = true, false, 0, false
 		}), 1000, wantKind(KindLeak, Critical, nil), 1},
+		{demo.with("node target retaining a 2 KiB Buffer per request", func(m *model) {
+			m.node, m.passive, m.forcedEvery, m.db = true, false, 0, false
+			m.cacheMin, m.cacheMax, m.cacheTauMin, m.cacheTauMax = 2<<20, 8<<20, 0.03, 0.15
+			m.offHeapPerReq = 2048
+			m.leakPerReq = 100 // the Buffers' JavaScript objects
+		}), 1000, wantOffHeap(whatExternal), 1},
+		{busy.with("node target at load 20 retaining a 2 KiB Buffer per request", func(m *model) {
+			m.node, m.passive, m.forcedEvery, m.db = true, false, 0, false
+			m.offHeapPerReq, m.leakPerReq = 2048, 100
+		}), 1000, wantOffHeap(whatExternal), 1},
+		{demo.with("demo leaking 2 KiB of native memory per request", func(m *model) { m.offHeapPerReq = 2048 }), 1000,
+			wantOffHeap(whatRSS), 1},
+		{demo.with("node target, event-loop delay p99 rising by 120 ms", func(m *model) {
+			m.node, m.passive, m.forcedEvery, m.db = true, false, 0, false
+			m.loopDelayRise = 120
+		}), 1000, wantKind(KindPauses, Warning, func(f Finding) error {
+			if !strings.Contains(f.Summary, "event-loop delay p99 rose") || !strings.Contains(f.Summary, "latency followed") {
+				return fmt.Errorf("pauses summary: %s", f.Summary)
+			}
+			return nil
+		}), 1},
 		{leak.with("demo leak, two incarnations", func(m *model) { m.incarnations = 2; m.windows = 20 }), 300,
 			func(res Result) error {
 				var got []int

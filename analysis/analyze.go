@@ -71,6 +71,9 @@ func Analyze(ws []window.Window, opts Options) Result {
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
 		}
+		if f, ok := a.pauses(inc); ok {
+			fs = append(fs, f)
+		}
 		f, ok, isThin := a.collapse(inc)
 		if ok {
 			fs = append(fs, f)
@@ -126,12 +129,14 @@ func kindOrder(k string) int {
 		return 2
 	case KindThroughputLimit:
 		return 3
-	case KindInsufficientData:
+	case KindPauses:
 		return 4
-	case KindMissingEvidence:
+	case KindInsufficientData:
 		return 5
+	case KindMissingEvidence:
+		return 6
 	}
-	return 6
+	return 7
 }
 
 type analyzer struct {

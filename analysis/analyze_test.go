@@ -623,3 +623,161 @@ func TestCollapseSaturatedSQLiteNamesTheTable(t *testing.T) {
 		}
 	}
 }
+
+func TestOffHeapLeak(t *testing.T) {
+	// 30 windows of 6,000 requests: external memory +2 KiB per request
+	// (12 MiB per window), the heap +100 bytes per request.
+	grow := func(perReq, heapPerReq float64) func(i int, w *window.Window) {
+		return func(i int, w *window.Window) {
+			heap := 10*mib + float64(i)*6000*heapPerReq + float64(i%3)*0.1*mib
+			ext := 2*mib + float64(i)*6000*perReq
+			rss := 60*mib + heap*1.2 + ext
+			w.Probes.HeapBytes, w.Probes.HeapForcedGC = bytesPtr(heap), true
+			w.Probes.RSSBytes = bytesPtr(rss)
+			w.Probes.Node = &window.NodeMemory{HeapUsedBytes: int64(heap), ExternalBytes: int64(ext), ArrayBuffersBytes: int64(ext), RSSBytes: int64(rss)}
+		}
+	}
+	f, ok := find(Analyze(windows(30, grow(2048, 100)), DefaultOptions()), KindLeak)
+	if !ok || f.Severity != Critical {
+		t.Fatalf("Buffers retained: leak %v %s %q, want a critical leak", ok, f.Severity, f.Summary)
+	}
+	if f.Evidence.Notes["off_heap"] != 1 || !strings.HasPrefix(f.Summary, whatExternal+" grew") ||
+		!strings.Contains(f.Summary, "outside the managed heap") || !strings.Contains(f.Summary, "post-GC heap grew far less") {
+		t.Errorf("summary %q, want the external memory's growth outside the managed heap", f.Summary)
+	}
+	if got, want := f.Evidence.PerKRequests, 2048.0*1000; !approxEqual(got, want, 0.01) {
+		t.Errorf("per 1k requests %v, want %v", got, want)
+	}
+	// Its clean twin: nothing grows.
+	for _, v := range Analyze(windows(30, grow(0, 0)), DefaultOptions()).Verdicts() {
+		t.Errorf("no Buffers: %s %s %q, want no verdict", v.Severity, v.Kind, v.Summary)
+	}
+	// A heap leak: RSS grows with it, so the finding stays a heap leak and
+	// gives the RSS beside it.
+	ws := windows(30, func(i int, w *window.Window) {
+		heap := 10*mib + float64(i)*mib
+		w.Probes.HeapBytes = bytesPtr(heap)
+		w.Probes.RSSBytes = bytesPtr(20*mib + 2*heap)
+	})
+	f, ok = find(Analyze(ws, DefaultOptions()), KindLeak)
+	if !ok || f.Evidence.Notes["off_heap"] != 0 || !strings.HasPrefix(f.Summary, "post-GC heap grew") || !strings.Contains(f.Summary, "; RSS ") {
+		t.Errorf("heap leak: %v %q, want a heap leak with the RSS beside it", ok, f.Summary)
+	}
+	if f.Evidence.Notes["rss_after"] <= f.Evidence.Notes["rss_before"] {
+		t.Errorf("rss before/after %v/%v, want growth", f.Evidence.Notes["rss_before"], f.Evidence.Notes["rss_after"])
+	}
+	// A Go target's RSS growing with a flat heap: native memory, a leak;
+	// the same with an embedded SQLite file (its page cache fills outside
+	// the heap as the file grows): an info note.
+	native := func(sqlite bool) []window.Window {
+		return windows(30, func(i int, w *window.Window) {
+			w.Probes.HeapBytes = bytesPtr(10*mib + float64(i%3)*0.1*mib)
+			w.Probes.RSSBytes = bytesPtr(30*mib + float64(i)*6000*600)
+			if sqlite {
+				w.Probes.SQLite = &window.SQLite{FileBytes: int64(i) << 20, Tables: []window.SQLiteTable{{Name: "items", Rows: int64(1000 * (i + 1))}}}
+			}
+		})
+	}
+	f, ok = find(Analyze(native(false), DefaultOptions()), KindLeak)
+	if !ok || f.Severity != Critical || !strings.HasPrefix(f.Summary, "RSS grew") || f.Evidence.Notes["off_heap"] != 1 {
+		t.Errorf("native growth: %v %s %q, want a critical leak outside the heap", ok, f.Severity, f.Summary)
+	}
+	f, ok = find(Analyze(native(true), DefaultOptions()), KindLeak)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "embeds SQLite") {
+		t.Errorf("RSS of a SQLite target: %v %s %q, want an info note about SQLite's page cache", ok, f.Severity, f.Summary)
+	}
+}
+
+func TestPausesFinding(t *testing.T) {
+	var foreign func(i int) float64
+	cpu, cpuRise := 300.0, 0.1 // µs per request at the start, rising by cpuRise per window
+	pausesOf := func(p99 func(i int) float64, lat func(i int, p float64) float64, gc bool) Result {
+		return Analyze(windows(30, func(i int, w *window.Window) {
+			p := &window.Pauses{P50Ms: p99(i) / 4, P99Ms: p99(i), MaxMs: 2 * p99(i), Count: 300}
+			if gc {
+				w.Probes.GCPause = p
+			} else {
+				w.Probes.EventLoopDelay = p
+			}
+			w.LatencyMs.P99 = lat(i, p99(i))
+			w.LatencyMs.P999 = 2 * w.LatencyMs.P99
+			if cpu > 0 {
+				c := cpu * (1 + cpuRise*float64(i)) // the blocking work is the target's
+				w.Probes.CPUMicrosPerRequest = &c
+			}
+			if foreign != nil {
+				f := foreign(i)
+				w.Probes.HostForeignCPU = &f
+			}
+		}), DefaultOptions())
+	}
+	noise := func(i int) float64 { return float64((i*7)%5) * 0.8 }
+	follow := func(_ int, p float64) float64 { return 30 + p }
+	steady := func(i int, _ float64) float64 { return 30 + noise(i) }
+
+	f, ok := find(pausesOf(func(i int) float64 { return 4 + 4*float64(i) + noise(i) }, follow, false), KindPauses)
+	if !ok || f.Severity != Critical || !strings.Contains(f.Summary, "event-loop delay p99 rose") || !strings.Contains(f.Summary, "p99.9 latency followed") {
+		t.Errorf("rising event-loop delay, latency following: %v %s %q, want critical", ok, f.Severity, f.Summary)
+	}
+	if f.Evidence.Before >= 40 || f.Evidence.After <= 90 || f.Evidence.Correlation < 0.9 {
+		t.Errorf("evidence %+v, want before < 40 ms, after > 90 ms, correlation ≈ 1", f.Evidence)
+	}
+	f, ok = find(pausesOf(func(i int) float64 { return 4 + 4*float64(i) + noise(i) }, steady, false), KindPauses)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "did not follow") {
+		t.Errorf("rising delay the requests did not feel: %v %s %q, want an info note", ok, f.Severity, f.Summary)
+	}
+	f, ok = find(pausesOf(func(i int) float64 { return 70 + 20*float64(i%4) }, follow, true), KindPauses)
+	if !ok || f.Severity != Warning || !strings.Contains(f.Summary, "GC pause p99 sat at") {
+		t.Errorf("GC pauses high and flat, latency following: %v %s %q, want a warning", ok, f.Severity, f.Summary)
+	}
+	// The same rise on a machine whose other tenants take more and more of
+	// it: a starved CPU, an info note.
+	foreign = func(i int) float64 { return 0.2 + 0.02*float64(i) }
+	f, ok = find(pausesOf(func(i int) float64 { return 4 + 4*float64(i) + noise(i) }, follow, false), KindPauses)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "starved CPU") {
+		t.Errorf("rising delay with other load rising: %v %s %q, want an info note (a starved CPU)", ok, f.Severity, f.Summary)
+	}
+	foreign = nil
+	// Without host readings: the target's CPU per request stayed flat.
+	cpuRise = 0
+	f, ok = find(pausesOf(func(i int) float64 { return 4 + 4*float64(i) + noise(i) }, follow, false), KindPauses)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "CPU per request stayed") {
+		t.Errorf("rising delay, CPU per request flat: %v %s %q, want an info note (a starved CPU)", ok, f.Severity, f.Summary)
+	}
+	cpuRise = 0.1
+	f, ok = find(pausesOf(func(i int) float64 { return 3 + float64(i) + noise(i) }, follow, true), KindPauses)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "stay under 50 ms") {
+		t.Errorf("GC pauses rising 3 → 30 ms, latency following: %v %s %q, want an info note (under the bar)", ok, f.Severity, f.Summary)
+	}
+	if _, ok := find(pausesOf(func(i int) float64 { return 2 + noise(i) }, follow, false), KindPauses); ok {
+		t.Error("a quiet event loop gave a pauses finding")
+	}
+	if _, ok := find(pausesOf(func(i int) float64 { return 0.1 + 0.01*float64(i) }, follow, true), KindPauses); ok {
+		t.Error("sub-millisecond GC pauses rising a little gave a pauses finding")
+	}
+}
+
+// A throughput fall that no probe explains is a warning without a database
+// probe — unless the host probe saw other processes take the machine.
+func TestCollapseOnABusyMachine(t *testing.T) {
+	ws := func(foreign bool) []window.Window {
+		return windows(30, func(i int, w *window.Window) {
+			r := int64(6000 - 185*i)
+			w.Requests, w.OK, w.RPS = r, r, float64(r)/3
+			c := 300.0
+			w.Probes.CPUMicrosPerRequest = &c
+			if foreign {
+				f := 0.6 + 0.01*float64(i)
+				w.Probes.HostForeignCPU = &f
+			}
+		})
+	}
+	f, ok := find(Analyze(ws(false), DefaultOptions()), KindCollapse)
+	if !ok || f.Severity != Warning {
+		t.Fatalf("unexplained fall without host readings: %v %s %q, want a warning", ok, f.Severity, f.Summary)
+	}
+	f, ok = find(Analyze(ws(true), DefaultOptions()), KindCollapse)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "other processes took") {
+		t.Errorf("the same fall with other processes taking the machine: %v %s %q, want an info note", ok, f.Severity, f.Summary)
+	}
+}

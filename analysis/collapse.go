@@ -226,6 +226,12 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 	if !(haveDB && cpuOK) && (fell(o.MinUnexplainedDrop) || rose(o.MinUnexplainedRise)) {
 		sev = Warning
 	}
+	if share, rho, busy := a.machineBusy(inc, pos, rps.y); busy && sev == Warning {
+		// The host probe saw the other tenants take the machine: the fall
+		// is theirs, whatever probe is missing.
+		sev = Info
+		suspects = fmt.Sprintf("interference: other processes took %s of the machine (Spearman %.2f with the throughput)", fmtPct(share), rho)
+	}
 	return Finding{
 		Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
 		Summary: fmt.Sprintf("%s but %s: likely %s", withOps(effect()), ruledOut, suspects),
@@ -545,4 +551,22 @@ func (a *analyzer) tableForCPU(inc *incarnation, pos []int) (grownTable, bool) {
 		}
 	}
 	return best, found
+}
+
+// machineBusy reports whether other processes on the host (the host probe's
+// foreign CPU share) took at least half of the machine over the windows at
+// pos, or more of it as the throughput y fell (Spearman ≤ −0.5).
+func (a *analyzer) machineBusy(inc *incarnation, pos []int, y []float64) (share, rho float64, busy bool) {
+	var f, yy []float64
+	for k, i := range pos {
+		if v := inc.ws[i].Probes.HostForeignCPU; v != nil && k < len(y) {
+			f = append(f, *v)
+			yy = append(yy, y[k])
+		}
+	}
+	if len(f) < a.opts.Collapse.MinWindows {
+		return 0, 0, false
+	}
+	share, rho = a.medianOf(f), Spearman(yy, f)
+	return share, rho, share >= 0.5 || !math.IsNaN(rho) && rho <= -0.5
 }

@@ -6,6 +6,9 @@ const (
 	KindCollapse        = "collapse"
 	KindErrorSurge      = "error_surge"
 	KindThroughputLimit = "throughput_limit"
+	// KindPauses: event-loop delay (Node.js) or GC pauses (Go) rising with
+	// the run or sitting high, with the latency tail following.
+	KindPauses = "pauses"
 	// KindMissingEvidence says a detector could not run because the windows
 	// lack the probe data it needs (for example no heap readings).
 	KindMissingEvidence = "missing_evidence"

@@ -68,6 +68,27 @@ func (a *analyzer) leak(inc *incarnation) (Finding, bool) {
 		}, true
 	}
 
+	f, ok := a.growth(inc, h, "post-GC heap", source, len(forced.y))
+	if off, offOK := a.offHeapLeak(inc, h); offOK {
+		// Memory that grows outside the heap while the heap does not is
+		// the leak to report, whatever the heap's own (small) trend said.
+		return off, true
+	}
+	if ok {
+		a.besideHeap(inc, &f)
+	}
+	return f, ok
+}
+
+// growth applies the leak gates (see leak) to readings h of a memory series
+// called what ("post-GC heap", "RSS", ...), taken by source. ok is false when
+// h does not rise at all; levelled or too small growth gives an info note.
+func (a *analyzer) growth(inc *incarnation, h heapReadings, what, source string, forcedReadings int) (Finding, bool) {
+	o := a.opts.Leak
+	raw := len(h.y)
+	first, last := inc.span(h.pos[0], h.pos[raw-1])
+	ev := Evidence{FirstWindow: first, LastWindow: last, Unit: "bytes",
+		Notes: map[string]float64{"readings": float64(raw), "forced_gc_readings": float64(forcedReadings)}}
 	h = h.binned(a.opts.MaxPoints)
 	n := len(h.y)
 	x := h.req
@@ -126,7 +147,7 @@ func (a *analyzer) leak(inc *incarnation) (Finding, bool) {
 	if tailTested {
 		ev.Notes["tail_p_value"] = tailP
 	}
-	grew := fmt.Sprintf("post-GC heap grew %s → %s over %s", fmtBytes(before), fmtBytes(after), fmtSeconds(spanSec))
+	grew := fmt.Sprintf("%s grew %s → %s over %s", what, fmtBytes(before), fmtBytes(after), fmtSeconds(spanSec))
 	if r := h.req[n-1] - h.req[0]; r > 0 {
 		grew += fmt.Sprintf(" and %s requests", fmtCount(r))
 	}

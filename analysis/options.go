@@ -19,6 +19,7 @@ type Options struct {
 	MaxPoints int
 
 	Leak            LeakOptions
+	Pauses          PausesOptions
 	Collapse        CollapseOptions
 	ErrorSurge      ErrorSurgeOptions
 	ThroughputLimit ThroughputLimitOptions
@@ -91,6 +92,40 @@ type LeakOptions struct {
 	// p ≈ 0.01–0.05 on simulated runs, more so when a slow second half
 	// stretches it over few requests.
 	TailAlpha float64
+	// MaxHeapShare: memory outside the heap (RSS, a Node.js process's
+	// external memory) that passes the same gates is reported as a leak
+	// outside the managed heap when the post-GC heap grew, per request, by
+	// at most this share of it. Default 0.25: a heap leak grows the RSS by
+	// about as much as the heap (share ≈ 1); a Buffer retained per request
+	// grows the heap only by its small JavaScript object (≈ 0.1).
+	MaxHeapShare float64
+}
+
+// PausesOptions tune the pauses detector: the per-window p99 of a Node.js
+// target's event-loop delay or a Go target's GC pauses rising with the run,
+// or sitting high, while the latency tail follows it.
+type PausesOptions struct {
+	// MinWindows is the fewest windows with pause readings. Default 8.
+	MinWindows int
+	// Alpha is the one-sided Mann–Kendall p-value (Hamed–Rao) of a rising
+	// p99. Default 0.01.
+	Alpha float64
+	// MinRiseMs and MinRiseFactor: a rise must add at least MinRiseMs to the
+	// p99 (median of the last quarter against the first) and multiply it by
+	// MinRiseFactor. Defaults 20 ms and 2: a 10 ms event-loop hiccup on a
+	// busy shared machine is not a finding; a p99 going 4 → 120 ms is.
+	MinRiseMs     float64
+	MinRiseFactor float64
+	// EventLoopHighMs and GCPauseHighMs: a median p99 over the run at least
+	// this high is reported even when flat. Defaults 100 ms (an event loop
+	// stalled that long delays every request behind it) and 50 ms (Go's
+	// stop-the-world pauses are normally well under 1 ms).
+	EventLoopHighMs float64
+	GCPauseHighMs   float64
+	// MinLatencyCorrelation is the Spearman correlation, over the windows,
+	// between the pause p99 and the latency p99 for "the latency tail
+	// followed": a warning rather than an info note. Default 0.5.
+	MinLatencyCorrelation float64
 }
 
 // CollapseOptions tune the collapse detector: throughput falling (or latency
@@ -270,6 +305,16 @@ func DefaultOptions() Options {
 			TailFraction:         0.5,
 			MinTailSlopeRatio:    0.5,
 			TailAlpha:            0.01,
+			MaxHeapShare:         0.25,
+		},
+		Pauses: PausesOptions{
+			MinWindows:            8,
+			Alpha:                 0.01,
+			MinRiseMs:             20,
+			MinRiseFactor:         2,
+			EventLoopHighMs:       100,
+			GCPauseHighMs:         50,
+			MinLatencyCorrelation: 0.5,
 		},
 		Collapse: CollapseOptions{
 			MinWindows:            8,
@@ -332,6 +377,16 @@ func (o Options) withDefaults() Options {
 	def(&l.TailFraction, dl.TailFraction)
 	def(&l.MinTailSlopeRatio, dl.MinTailSlopeRatio)
 	def(&l.TailAlpha, dl.TailAlpha)
+	def(&l.MaxHeapShare, dl.MaxHeapShare)
+
+	pa, dp := &o.Pauses, d.Pauses
+	def(&pa.MinWindows, dp.MinWindows)
+	def(&pa.Alpha, dp.Alpha)
+	def(&pa.MinRiseMs, dp.MinRiseMs)
+	def(&pa.MinRiseFactor, dp.MinRiseFactor)
+	def(&pa.EventLoopHighMs, dp.EventLoopHighMs)
+	def(&pa.GCPauseHighMs, dp.GCPauseHighMs)
+	def(&pa.MinLatencyCorrelation, dp.MinLatencyCorrelation)
 
 	c, dc := &o.Collapse, d.Collapse
 	def(&c.MinWindows, dc.MinWindows)

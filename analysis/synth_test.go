@@ -86,6 +86,15 @@ type model struct {
 	capacity float64 // req/s at saturation (0: none)
 
 	incarnations int // > 1: the environment is replaced, with a gap window in between
+
+	// Memory outside the heap and pauses (drawn from their own random
+	// stream). The process probe (cpu) also reads the RSS: runtime overhead
+	// plus about 2× (Go) or 1.2× (Node.js) the live heap, plus the off-heap
+	// memory, which never shrinks much (a ratchet). Node.js targets report
+	// process.memoryUsage().external and the event-loop delay p99 (1–5 ms,
+	// more during a noisy-neighbour episode) every window.
+	offHeapPerReq float64 // bytes retained outside the heap per request (Buffers, native)
+	loopDelayRise float64 // ms the event-loop delay p99 gains, linearly, over the run; the latency tail follows
 }
 
 var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
@@ -96,12 +105,14 @@ func (m model) generate(seed uint64) []window.Window {
 	// The per-op figures draw from their own stream, so that adding them
 	// left every other figure of a seed as it was.
 	ro := rand.New(rand.NewPCG(seed, 0x0b5))
+	// So does the memory outside the heap and the event-loop delay.
+	rm := rand.New(rand.NewPCG(seed, 0x0ff))
 	incs := max(m.incarnations, 1)
 	var out []window.Window
 	index := 0
 	start := t0
 	for inc := 0; inc < incs; inc++ {
-		ws := m.simulate(r, ro, inc, index, start)
+		ws := m.simulate(r, ro, rm, inc, index, start)
 		out = append(out, ws...)
 		index += len(ws)
 		start = ws[len(ws)-1].End
@@ -116,7 +127,7 @@ func (m model) generate(seed uint64) []window.Window {
 	return out
 }
 
-func (m model) simulate(r, ro *rand.Rand, inc, firstIndex int, start time.Time) []window.Window {
+func (m model) simulate(r, ro, rm *rand.Rand, inc, firstIndex int, start time.Time) []window.Window {
 	dt := m.dt
 	if dt == 0 {
 		dt = 0.25
@@ -190,6 +201,13 @@ func (m model) simulate(r, ro *rand.Rand, inc, firstIndex int, start time.Time) 
 			cacheBytes*(1-math.Exp(-t/cacheTau)) + m.leakPerReq*cumReq
 	}
 	lastGCLive = trueLive(0)
+	rssBase, rssPerHeap := (8+7*rm.Float64())*(1<<20), 2.0
+	extBase := 0.0
+	if m.node {
+		rssBase, rssPerHeap = (35+15*rm.Float64())*(1<<20), 1.2
+		extBase = (1 + 2*rm.Float64()) * (1 << 20)
+	}
+	var prevRSS, extWander float64
 
 	for wi := 0; wi < m.windows; wi++ {
 		drift = 0.7*drift + 0.06*r.NormFloat64()
@@ -245,7 +263,11 @@ func (m model) simulate(r, ro *rand.Rand, inc, firstIndex int, start time.Time) 
 			if m.sqlite && m.noIndex {
 				scan = 1 + rows/m.rowCostK // SQLite scans in the target's own process
 			}
-			cpuSec += n * cpuPerReq * scan * (1 + 0.1*math.Ceil(loss(t))) * 1e-6
+			block := 1.0
+			if m.loopDelayRise > 0 {
+				block = 1 + 1.5*t/total // the synchronous work that blocks the loop is CPU
+			}
+			cpuSec += n * cpuPerReq * scan * block * (1 + 0.1*math.Ceil(loss(t))) * 1e-6
 			// Errors.
 			if m.surgeRate > 0 && surgeStart > 0 && t >= surgeStart {
 				k := poisson(r, n*m.surgeRate)
@@ -314,6 +336,37 @@ func (m model) simulate(r, ro *rand.Rand, inc, firstIndex int, start time.Time) 
 		case m.passive:
 			v := int64(lastGCLive)
 			w.Probes.HeapBytes = &v
+		}
+
+		// Memory outside the heap, and the event-loop delay.
+		offHeap := m.offHeapPerReq * cumReq
+		extWander = 0.7*extWander + 0.01*rm.NormFloat64()
+		ext := (extBase + offHeap) * (1 + extWander)
+		rss := (rssBase + rssPerHeap*trueLive(end) + offHeap) * (1 + 0.01*rm.NormFloat64())
+		if extBase > 0 {
+			rss += extBase
+		}
+		rss = math.Max(rss, prevRSS*0.998)
+		prevRSS = rss
+		if cpuEnabled {
+			v := int64(rss)
+			w.Probes.RSSBytes = &v
+		}
+		w.LatencyMs.P999 = 5 * meanLatMs
+		if m.node {
+			v := int64(0)
+			if w.Probes.HeapBytes != nil {
+				v = *w.Probes.HeapBytes
+			}
+			w.Probes.Node = &window.NodeMemory{HeapUsedBytes: v, HeapTotalBytes: v * 3 / 2, ExternalBytes: int64(ext),
+				ArrayBuffersBytes: int64(ext * 0.6), RSSBytes: int64(rss)}
+			p99 := 1 + 4*math.Abs(rm.NormFloat64()) + 20*loss(end) + m.loopDelayRise*end/total
+			w.Probes.EventLoopDelay = &window.Pauses{P50Ms: p99 / 4, P99Ms: p99, MaxMs: 1.5 * p99, Count: int64(m.windowSec * 90)}
+			if m.loopDelayRise > 0 {
+				// Requests queued behind a blocked loop wait for it.
+				w.LatencyMs.P99 += p99
+				w.LatencyMs.P999 += 1.5 * p99
+			}
 		}
 
 		if !m.noOps && requests > 0 {

@@ -39,7 +39,8 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pageNum = max(pageNum, 1)
-	opts := store.ListOptions{NameContains: strings.TrimSpace(q.Get("q")), Status: store.Status(q.Get("status")), Kind: q.Get("kind")}
+	opts := store.ListOptions{NameContains: strings.TrimSpace(q.Get("q")), Status: store.Status(q.Get("status")), Kind: q.Get("kind"),
+		Schedule: strings.TrimSpace(q.Get("schedule"))}
 	v, err := buildRuns(r.Context(), s.opts.Store, opts, pageNum, time.Now())
 	if err != nil {
 		return err
@@ -48,7 +49,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func buildRuns(ctx context.Context, st Reader, opts store.ListOptions, pageNum int, now time.Time) (runsView, error) {
-	v := runsView{Page: page{Title: "Runs"}, Q: opts.NameContains, Status: string(opts.Status), Kind: opts.Kind, PageNum: pageNum,
+	v := runsView{Page: page{Title: "Runs", Nav: []navLink{{"Schedules", "/schedules"}}}, Q: opts.NameContains, Status: string(opts.Status), Kind: opts.Kind, Schedule: opts.Schedule, PageNum: pageNum,
 		Statuses: []string{"running", "pending", "completed", "failed", "cancelled"}, Kinds: []string{"soak", "drive"}}
 	total, err := st.CountRuns(ctx, opts)
 	if err != nil {
@@ -75,7 +76,7 @@ func buildRuns(ctx context.Context, st Reader, opts store.ListOptions, pageNum i
 			Build: parseEnv(r.Environment).build(), Windows: c.Windows, Gaps: c.Gaps, Badges: badges(c), Round: roundOf(ctx, st, r.ID)})
 	}
 	link := func(p int) string {
-		return query("/", "q", v.Q, "status", v.Status, "kind", v.Kind, "page", strconv.Itoa(p))
+		return query("/", "q", v.Q, "status", v.Status, "kind", v.Kind, "schedule", v.Schedule, "page", strconv.Itoa(p))
 	}
 	if pageNum > 1 {
 		v.Prev = link(pageNum - 1)

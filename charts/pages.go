@@ -40,6 +40,7 @@ var funcs = template.FuncMap{
 	"bytes":         fmtBytes,
 	"sev":           func(s analysis.Severity) string { return string(s) },
 	"standaloneCSP": standaloneCSP,
+	"commit":        func(c string) string { return c[:min(len(c), 10)] },
 	"hex": func(c interface{ RGBA() (r, g, b, a uint32) }) string {
 		r, g, b, _ := c.RGBA()
 		return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
@@ -115,16 +116,18 @@ func fmtWhen(t time.Time) string {
 const runsPageSize = 50
 
 type runsView struct {
-	Page    page
-	Rows    []runRow
-	Q       string
-	Status  string
-	Kind    string
-	Total   int
-	PageNum int
-	Pages   int
-	Prev    string
-	Next    string
+	Page   page
+	Rows   []runRow
+	Q      string
+	Status string
+	Kind   string
+	// Schedule filters the runs a schedule started.
+	Schedule string
+	Total    int
+	PageNum  int
+	Pages    int
+	Prev     string
+	Next     string
 	// Statuses and Kinds fill the filter's menus.
 	Statuses []string
 	Kinds    []string

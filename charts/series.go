@@ -282,6 +282,12 @@ func leakMarks(s *chartSpec, tl *timeline, fs []analysis.Finding) {
 		if !ok0 || !ok1 {
 			continue
 		}
+		if f.Evidence.Notes["off_heap"] == 1 {
+			// Its slope is of the RSS or the external memory, not of the
+			// heap readings drawn here.
+			s.Bands = append(s.Bands, band{X0: x0, X1: x1, Color: colorFind, Label: "leak outside the heap: " + string(f.Severity)})
+			continue
+		}
 		s.Bands = append(s.Bands, band{X0: x0, X1: x1, Color: colorFind, Label: "leak: " + string(f.Severity)})
 		if f.Evidence.SlopeUnit != "bytes/hour" || f.Evidence.Slope == 0 {
 			continue

@@ -69,6 +69,10 @@ type Options struct {
 	MaxPoints int
 	// Log receives request errors (default: discarded).
 	Log *slog.Logger
+	// Schedules lists the schedules for the schedules page (nil: the page
+	// says there is no Temporal server to ask; a schedule's own page reads
+	// the store and works without).
+	Schedules Schedules
 }
 
 // DefaultAddr is the UI's address when Options.Addr is empty.
@@ -122,6 +126,8 @@ func New(opts Options) *Server {
 		"/runs/{id}/windows.json":  s.windowsJSON,
 		"/runs/{id}/scenario.yaml": s.scenarioYAML,
 		"/comparisons/{id}":        s.comparisonPage,
+		"/schedules":               s.schedulesPage,
+		"/schedules/{name}":        s.schedulePage,
 	}
 	for pattern, v := range views {
 		s.mux.Handle("GET "+pattern, s.handle(v))
@@ -299,6 +305,13 @@ func (r *Running) URL() string { return r.url }
 func (r *Running) RunURL(id string) string {
 	u, _ := url.Parse(r.url)
 	u.Path = "/runs/" + url.PathEscape(id)
+	return u.String()
+}
+
+// ComparisonURL is the address of one comparison's page.
+func (r *Running) ComparisonURL(id string) string {
+	u, _ := url.Parse(r.url)
+	u.Path = "/comparisons/" + url.PathEscape(id)
 	return u.String()
 }
 

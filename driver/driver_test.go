@@ -447,13 +447,16 @@ func TestOpenModelLatencyFromIntendedStart(t *testing.T) {
 	load := scenarios.Load{Rate: 100, MaxVUs: 1, Duration: ms(600), Window: ms(600), Timeout: ms(2000)}
 	ws, _ := drive(t, context.Background(), Options{Target: mustURL(t, srv.URL), Plan: compile(t, helloYAML), Load: load})
 	requests, _, _, dropped, _ := totals(ws)
-	if requests < 5 || requests > 13 {
+	// Bounds leave room for a loaded machine (a 50 ms sleep seen to take
+	// ~80 ms at load average 25); a dispatch timed from the actual start
+	// instead of the intended one would put p50 at hundreds of ms.
+	if requests < 3 || requests > 13 {
 		t.Errorf("requests %d, want ~11 (600 ms / 50 ms)", requests)
 	}
 	if dropped < 40 {
 		t.Errorf("dropped %d, want most of the ~60 starts", dropped)
 	}
-	if p50 := ws[0].LatencyMs.P50; p50 < 50 || p50 > 60 {
+	if p50 := ws[0].LatencyMs.P50; p50 < 50 || p50 > 100 {
 		t.Errorf("p50 %.1f ms, want ~50", p50)
 	}
 }

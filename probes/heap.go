@@ -48,6 +48,22 @@ func NewMetricScraper(url, name string) *MetricScraper {
 // Read fetches the page and returns the metric's value (the sum over its
 // label sets), rounded to an integer.
 func (m *MetricScraper) Read(ctx context.Context) (int64, error) {
+	n, _, err := m.ReadPauses(ctx)
+	return n, err
+}
+
+// ReadPauses is Read that also returns the page's GC pause histogram
+// (GCPauseMetric), nil when the page has none.
+func (m *MetricScraper) ReadPauses(ctx context.Context) (int64, []Bucket, error) {
+	n, err := m.read(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, _ := ParseHistogram(m.buf.Bytes(), GCPauseMetric)
+	return n, b, nil
+}
+
+func (m *MetricScraper) read(ctx context.Context) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL, nil)
 	if err != nil {
 		return 0, fmt.Errorf("scrape %s: %w", m.URL, err)

@@ -38,6 +38,13 @@ var (
 // It skips the test when node is not installed.
 func startNodeTarget(t testing.TB, leakBytes int) *nodeTarget {
 	t.Helper()
+	return startNodeTargetEnv(t, fmt.Sprintf("LEAK_BYTES=%d", leakBytes))
+}
+
+// startNodeTargetEnv is startNodeTarget with the target's environment
+// (LEAK_BYTES=N, LEAK_BUFFER_BYTES=N).
+func startNodeTargetEnv(t testing.TB, env ...string) *nodeTarget {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed: the inspector probe needs a real Node.js process")
@@ -45,7 +52,7 @@ func startNodeTarget(t testing.TB, leakBytes int) *nodeTarget {
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "examples", "node-target", "server.js")
 	cmd := exec.Command(node, "--inspect=127.0.0.1:0", script)
-	cmd.Env = append(os.Environ(), "PORT=0", fmt.Sprintf("LEAK_BYTES=%d", leakBytes))
+	cmd.Env = append(append(os.Environ(), "PORT=0"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
@@ -237,5 +244,58 @@ func TestSampleInspector(t *testing.T) {
 	}
 	if !(heaps[0] < heaps[1] && heaps[1] < heaps[2]) {
 		t.Errorf("heap of a leaking target = %v, want it growing", heaps)
+	}
+}
+
+// TestSampleNodeOffHeap: a Node.js target retaining a Buffer per request
+// grows process.memoryUsage().external and arrayBuffers by about that much
+// per request while its V8 heap grows by far less; every window after the
+// first has an event-loop delay reading.
+func TestSampleNodeOffHeap(t *testing.T) {
+	const perWindow, leak = 400, 8192
+	nt := startNodeTargetEnv(t, fmt.Sprintf("LEAK_BUFFER_BYTES=%d", leak))
+	s, err := New(Config{
+		TargetURL: nt.URL,
+		PID:       nt.cmd.Process.Pid,
+		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: nt.InspectorPort}}},
+		Window:    4 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	var ws []*window.Window
+	for i := range 4 {
+		load(t, nt.URL, perWindow)
+		w := &window.Window{Index: i, End: time.Now(), Requests: perWindow}
+		s.Sample(context.Background(), w)
+		if w.Probes.Node == nil {
+			t.Fatalf("window %d: no memoryUsage reading (problems: %v)", i, s.Problems())
+		}
+		if i > 0 && w.Probes.EventLoopDelay == nil {
+			t.Errorf("window %d: no event-loop delay reading", i)
+		}
+		if d := w.Probes.EventLoopDelay; d != nil && (d.Count <= 0 || d.P50Ms < 0 || d.P99Ms < d.P50Ms || d.MaxMs < d.P99Ms) {
+			t.Errorf("window %d: event-loop delay %+v, want samples with 0 <= p50 <= p99 <= max", i, *d)
+		}
+		ws = append(ws, w)
+	}
+	if ws[0].Probes.EventLoopDelay != nil {
+		t.Errorf("window 0: event-loop delay %+v, want none (the histogram starts with the first reading)", *ws[0].Probes.EventLoopDelay)
+	}
+	first, last := ws[0].Probes.Node, ws[len(ws)-1].Probes.Node
+	retained := int64((len(ws) - 1) * perWindow * leak)
+	t.Logf("external %d → %d, arrayBuffers %d → %d, heapUsed %d → %d, rss %d → %d (retained %d)",
+		first.ExternalBytes, last.ExternalBytes, first.ArrayBuffersBytes, last.ArrayBuffersBytes,
+		first.HeapUsedBytes, last.HeapUsedBytes, first.RSSBytes, last.RSSBytes, retained)
+	if g := last.ArrayBuffersBytes - first.ArrayBuffersBytes; g < retained*9/10 || g > retained*12/10 {
+		t.Errorf("arrayBuffers grew %d bytes, want about the %d retained", g, retained)
+	}
+	if g := last.ExternalBytes - first.ExternalBytes; g < retained*9/10 {
+		t.Errorf("external grew %d bytes, want at least 90%% of the %d retained", g, retained)
+	}
+	if g := *ws[len(ws)-1].Probes.HeapBytes - *ws[0].Probes.HeapBytes; g > retained/10 {
+		t.Errorf("V8 heap grew %d bytes, want under a tenth of the %d retained off the heap", g, retained)
 	}
 }

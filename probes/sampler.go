@@ -130,6 +130,8 @@ type Sampler struct {
 	cpuSeq  int // seq of cpuPrev; -1 none
 	pgPrev  PGStats
 	pgSeq   int
+	gcPrev  []Bucket // GC pause histogram of the metric's reading gcSeq
+	gcSeq   int
 	closed  bool
 	wg      sync.WaitGroup // readings still running
 }
@@ -156,6 +158,9 @@ type reading struct {
 	heap   int64
 	pg     PGStats
 	sqlite window.SQLite
+	node   *window.NodeMemory
+	loop   *window.Pauses // event-loop delay (Node.js)
+	gc     []Bucket       // GC pause histogram (Go metrics page)
 	err    error
 }
 
@@ -182,6 +187,7 @@ func New(cfg Config) (*Sampler, error) {
 		databaseDelay: cfg.DatabaseDelay,
 		cpuSeq:        -1,
 		pgSeq:         -1,
+		gcSeq:         -1,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -372,6 +378,10 @@ func (s *Sampler) Start(ctx context.Context) {
 			s.cpuPrev, s.cpuSeq = r.proc, s.seq
 		case ProbeDatabase:
 			s.pgPrev, s.pgSeq = r.pg, s.seq
+		case ProbeMetric:
+			if r.gc != nil {
+				s.gcPrev, s.gcSeq = r.gc, s.seq
+			}
 		}
 	}
 }
@@ -488,9 +498,20 @@ collect:
 			w.Probes.SQLite = &sq
 		case ProbeMetric:
 			heap = &r.heap
+			if r.gc != nil && s.gcSeq == seq-1 {
+				w.Probes.GCPause = PausesDelta(s.gcPrev, r.gc)
+			}
+			if r.gc != nil {
+				s.gcPrev, s.gcSeq = r.gc, seq
+			} else {
+				s.gcSeq = -1
+			}
 		case ProbeGCHook, ProbeInspector:
 			if forced == nil {
 				forced = &r.heap
+			}
+			if src.name == ProbeInspector {
+				w.Probes.Node, w.Probes.EventLoopDelay = r.node, r.loop
 			}
 		}
 	}
@@ -510,6 +531,8 @@ func (s *Sampler) invalidate(src *source) {
 		s.cpuSeq = -1
 	case ProbeDatabase:
 		s.pgSeq = -1
+	case ProbeMetric:
+		s.gcSeq = -1
 	}
 }
 
@@ -607,8 +630,8 @@ func (s *Sampler) readProcess(ctx context.Context, _ *window.Window, _ time.Time
 }
 
 func (s *Sampler) readMetric(ctx context.Context, _ *window.Window, _ time.Time) reading {
-	n, err := s.metric.Read(ctx)
-	return reading{heap: n, err: err}
+	n, gc, err := s.metric.ReadPauses(ctx)
+	return reading{heap: n, gc: gc, err: err}
 }
 
 func (s *Sampler) readGCHook(ctx context.Context, _ *window.Window, _ time.Time) reading {
@@ -617,8 +640,8 @@ func (s *Sampler) readGCHook(ctx context.Context, _ *window.Window, _ time.Time)
 }
 
 func (s *Sampler) readInspector(ctx context.Context, _ *window.Window, _ time.Time) reading {
-	n, err := s.insp.HeapAfterGC(ctx)
-	return reading{heap: n, err: err}
+	r, err := s.insp.NodeAfterGC(ctx)
+	return reading{heap: r.HeapBytes, node: r.Memory, loop: r.EventLoopDelay, err: err}
 }
 
 func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Time) reading {

@@ -113,12 +113,17 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		data.Database = &db.template
 	}
 
-	if b := t.Build; b != nil && b.Command != "" {
+	targetDir := t.Dir
+	if req.Prebuilt != "" {
+		if targetDir, err = usePrebuilt(req.Prebuilt, envDir, t.Dir); err != nil {
+			return env, err
+		}
+	} else if b := t.Build; b != nil && b.Command != "" {
 		dir := b.Dir
 		if dir == "" {
 			dir = t.Dir
 		}
-		if err := runBuild(ctx, b.Command, dir, envDir, log); err != nil {
+		if err := runBuild(ctx, b.Command, dir, envDir, markerFor(env.ID, ""), log); err != nil {
 			return env, err
 		}
 	}
@@ -147,7 +152,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 	env.TargetURL = "http://127.0.0.1:" + strconv.Itoa(port)
 
 	logPath := filepath.Join(envDir, "target.log")
-	exited, err := l.start(argv, t.Dir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
+	exited, err := l.start(argv, targetDir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
 		env.Target.PID = pid
 		_ = writeState(envDir, env)
 	})
@@ -334,8 +339,10 @@ const EnvDirVar = "LONGHAUL_ENV_DIR"
 
 // runBuild runs command with sh -c in dir, with EnvDirVar set to envDir and
 // its output in envDir/build.log; on failure the error carries the last 20
-// lines.
-func runBuild(ctx context.Context, command, dir, envDir string, log interface{ Info(string, ...any) }) error {
+// lines. A build for an environment carries its target's marker (marker;
+// "" for a build of no environment): a build orphaned by a worker killed
+// meanwhile is stopped by the retry's (or the sweeper's) teardown.
+func runBuild(ctx context.Context, command, dir, envDir, marker string, log interface{ Info(string, ...any) }) error {
 	logPath := filepath.Join(envDir, "build.log")
 	out, err := os.Create(logPath)
 	if err != nil {
@@ -345,6 +352,9 @@ func runBuild(ctx context.Context, command, dir, envDir string, log interface{ I
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), EnvDirVar+"="+envDir)
+	if marker != "" {
+		cmd.Env = append(cmd.Env, markerEnv+"="+marker)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -104,6 +104,9 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
 		"-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
 	initdb.Dir = dir
+	// The database's marker: an initdb orphaned by a worker killed meanwhile
+	// is stopped by the retry's teardown before it removes the directory.
+	initdb.Env = append(os.Environ(), markerEnv+"="+markerFor(envID, "postgres"))
 	var out tailBuffer
 	out.n = 20
 	initdb.Stdout, initdb.Stderr = &out, &out

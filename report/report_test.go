@@ -472,3 +472,26 @@ func TestParseFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestRunTextNamesTheSchedule(t *testing.T) {
+	rep, err := NewRunReport(store.Run{ID: "r1", Name: "api", Kind: "soak", Status: store.Completed, Schedule: "nightly", Commit: "0123abcd"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteRunText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"schedule: nightly (longhaul history nightly)\n", "commit:  0123abcd\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteRunsText(&b, []store.Run{rep.Run}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "soak (nightly)") {
+		t.Errorf("runs table lacks the schedule:\n%s", b.String())
+	}
+}

@@ -82,6 +82,12 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	if r.WorkflowID != "" {
 		fmt.Fprintf(b, "workflow: %s\n", r.WorkflowID)
 	}
+	if r.Schedule != "" {
+		fmt.Fprintf(b, "schedule: %s (longhaul history %s)\n", r.Schedule, r.Schedule)
+	}
+	if r.Commit != "" {
+		fmt.Fprintf(b, "commit:  %s\n", r.Commit)
+	}
 	fmt.Fprintf(b, "created: %s  started: %s  ended: %s\n", utc(r.CreatedAt), utc(r.StartedAt), utc(r.EndedAt))
 	if r.Incarnations > 1 {
 		fmt.Fprintf(b, "incarnations: %d\n", r.Incarnations)
@@ -269,7 +275,11 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 			}
 			dur = clock(end.Sub(r.StartedAt).Truncate(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
+		kind := r.Kind
+		if r.Schedule != "" {
+			kind += " (" + r.Schedule + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write runs: %w", err)

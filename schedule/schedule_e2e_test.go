@@ -2,20 +2,28 @@ package schedule_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/notify"
 	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -29,7 +37,9 @@ type rig struct {
 	target *httptest.Server
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, &activitiestest.Provisioner{}) }
+
+func newRigWith(t *testing.T, prov *activitiestest.Provisioner) *rig {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts the embedded Temporal server")
@@ -54,7 +64,7 @@ func newRig(t *testing.T) *rig {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) }))
 	t.Cleanup(target.Close)
 	w := workflows.NewWorker(c, &activities.Activities{
-		Store: st, Provisioner: &activitiestest.Provisioner{}, Driver: activities.LoadDriver{},
+		Store: st, Provisioner: prov, Driver: activities.LoadDriver{},
 		HostTaskQueue: "longhaul-host-" + t.Name(),
 	}, worker.Options{})
 	if err := w.Start(); err != nil {
@@ -243,5 +253,152 @@ func TestScheduleOverlapSkip(t *testing.T) {
 	rs, err := r.st.ListRuns(ctx, store.ListOptions{Schedule: name})
 	if err != nil || len(rs) != 1 {
 		t.Errorf("runs of %s: %d (%v), want 1", name, len(rs), err)
+	}
+}
+
+// A run that fails is notified; the receiver's first two 503s are retried
+// with backoff, and the delivery is recorded with its attempts.
+func TestScheduleNotifiesAFailedRun(t *testing.T) {
+	r := newRigWith(t, &activitiestest.Provisioner{Fail: errors.New("no engine here")})
+	ctx := context.Background()
+	var (
+		mu       sync.Mutex
+		tries    int
+		received []notify.Payload
+	)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		tries++
+		if tries <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var p notify.Payload
+		if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
+			t.Error(err)
+		}
+		received = append(received, p)
+	}))
+	defer hook.Close()
+	sc := schedule.New(r.c)
+	const name = "notify-e2e"
+	in := r.action(2 * time.Second)
+	in.Notify, in.UIURL = hook.URL, "http://127.0.0.1:8099"
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, in, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	run := waitRuns(t, r.st, name, 1, 90*time.Second)[0]
+	if run.Status != store.Failed {
+		t.Fatalf("run %s is %s, want failed", run.ID, run.Status)
+	}
+	var ns []store.Notification
+	deadline := time.Now().Add(60 * time.Second)
+	for len(ns) == 0 {
+		var err error
+		if ns, err = r.st.Notifications(ctx, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no notification recorded")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := ns[0]; len(ns) != 1 || !n.OK || n.Attempts != 3 || n.URL != hook.URL || len(n.Events) != 1 || n.Events[0] != notify.EventFailed {
+		t.Errorf("notifications = %+v, want one delivered on attempt 3 for event failed", ns)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(received) != 1 {
+		t.Fatalf("received %d notifications, want 1", len(received))
+	}
+	p := received[0]
+	if p.Schedule != name || p.RunID != run.ID || p.Status != store.Failed || p.Reason == "" || p.URL != "http://127.0.0.1:8099/runs/"+run.ID {
+		t.Errorf("payload = %+v", p)
+	}
+	if *updateHistories {
+		d, err := sc.Describe(ctx, name)
+		if err != nil || len(d.Recent) != 1 {
+			t.Fatalf("describe: %v, %+v", err, d.Recent)
+		}
+		writeHistory(t, r.c, d.Recent[0].WorkflowID, "scheduled-notify.json")
+	}
+}
+
+var updateHistories = flag.Bool("update-histories", false, "regenerate workflows/testdata/scheduled-*.json")
+
+// writeHistory saves a workflow's history for workflows' replay test.
+func writeHistory(t *testing.T, c client.Client, id, file string) {
+	t.Helper()
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "workflows", "testdata", file)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s: %d events", path, len(h.Events))
+}
+
+// A compare schedule's firing records a comparison carrying the schedule's
+// name and runs it: its rounds are runs.
+func TestScheduleCompare(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "nightly-ab"
+	soak := r.action(2 * time.Second)
+	in := workflows.ScheduledInput{Name: "tiny", File: "tiny.yaml", Compare: &workflows.ScheduledCompare{
+		Record: store.Comparison{Name: "tiny", Status: store.Pending, Scenario: soak.Scenario, Order: workflows.OrderAB, Pairs: 1,
+			A: store.Build{Env: map[string]string{"SIDE": "a"}}, B: store.Build{Env: map[string]string{"SIDE": "b"}},
+			RoundDuration: 2 * time.Second, Window: time.Second},
+		Scenario: soak.Scenario,
+		Input:    workflows.CompareInput{Name: "tiny", Pairs: 1, Order: workflows.OrderAB, Seed: 7, RoundDuration: 2 * time.Second, Window: time.Second, DisturbedAbove: -1},
+	}}
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, in, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	d, err := sc.Describe(ctx, name)
+	if err != nil || d.Action.Compare == nil || d.Action.Compare.A != "SIDE=a" || d.Action.Compare.Pairs != 1 {
+		t.Fatalf("Describe = %+v, %v; want a compare action", d.Action, err)
+	}
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		cs, err := r.st.ListComparisons(ctx, store.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 1 && cs[0].Status.Done() {
+			c, err := r.st.GetComparison(ctx, cs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Schedule != name || c.Status != store.Completed || len(c.Rounds) != 2 {
+				t.Errorf("comparison = schedule %q, %s (%s), %d rounds; want %s, completed, 2 rounds", c.Schedule, c.Status, c.Reason, len(c.Rounds), name)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("comparisons after 90 s: %+v", cs)
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 }

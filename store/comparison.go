@@ -67,6 +67,9 @@ type Round struct {
 type Comparison struct {
 	ID     string `json:"id"`
 	Name   string `json:"name"` // the scenario's name
+	// Schedule is the schedule that started the comparison ("" for one
+	// started by hand).
+	Schedule string `json:"schedule,omitempty"`
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// Scenario is the scenario's YAML as given, ${env:...} unresolved.

@@ -518,3 +518,52 @@ func (s *sqlStore) Thresholds(ctx context.Context, runID string) ([]thresholds.R
 	}
 	return rs, nil
 }
+
+// --- notifications
+
+func (s *sqlStore) PutNotification(ctx context.Context, n Notification) error {
+	ok := int64(0)
+	if n.OK {
+		ok = 1
+	}
+	if n.At.IsZero() {
+		n.At = time.Now()
+	}
+	// seq is the next free one; the write connection serialises writers.
+	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO notifications (run_id, seq, url, events, ok, attempts, error, at_ns)
+		SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, $3, $4, $5, $6, $7 FROM notifications WHERE run_id = $1`),
+		n.RunID, n.URL, strings.Join(n.Events, ","), ok, n.Attempts, n.Error, toNanos(n.At))
+	if err != nil {
+		if isForeignKeyViolation(err) {
+			return fmt.Errorf("put notification of run %s: run %w", n.RunID, ErrNotFound)
+		}
+		return fmt.Errorf("put notification of run %s: %w", n.RunID, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Notifications(ctx context.Context, runID string) ([]Notification, error) {
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT url, events, ok, attempts, error, at_ns FROM notifications WHERE run_id = $1 ORDER BY seq`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("read notifications of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Notification
+	for rows.Next() {
+		n := Notification{RunID: runID}
+		var events string
+		var ok, at int64
+		if err := rows.Scan(&n.URL, &events, &ok, &n.Attempts, &n.Error, &at); err != nil {
+			return nil, fmt.Errorf("read notifications of run %s: %w", runID, err)
+		}
+		n.OK, n.At = ok == 1, fromNanos(at)
+		if events != "" {
+			n.Events = strings.Split(events, ",")
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read notifications of run %s: %w", runID, err)
+	}
+	return out, nil
+}

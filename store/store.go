@@ -78,6 +78,18 @@ type Run struct {
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
+// Notification is one notification a scheduled run sent (OK) or failed to
+// send after Attempts tries (Error says why).
+type Notification struct {
+	RunID    string    `json:"run_id"`
+	URL      string    `json:"url"`
+	Events   []string  `json:"events"`
+	OK       bool      `json:"ok"`
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error,omitempty"`
+	At       time.Time `json:"at"`
+}
+
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
 type ListOptions struct {
 	Status Status
@@ -171,6 +183,11 @@ type Store interface {
 	PutThresholds(ctx context.Context, runID string, rs []thresholds.Result) error
 	// Thresholds returns the run's judged thresholds in the order they were put.
 	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
+
+	// PutNotification records one notification of the run (sent or not).
+	PutNotification(ctx context.Context, n Notification) error
+	// Notifications returns the run's notifications in the order they were put.
+	Notifications(ctx context.Context, runID string) ([]Notification, error)
 
 	Comparisons
 

@@ -66,6 +66,7 @@ func runSuite(t *testing.T, open backend) {
 		{"PutRunKeepsWindows", testPutRunKeepsWindows},
 		{"Findings", testFindings},
 		{"Thresholds", testThresholds},
+		{"Notifications", testNotifications},
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
@@ -746,5 +747,33 @@ func TestSQLiteSchema1RowsReadBack(t *testing.T) {
 	}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("schema-1 row read back as %+v, want %+v", got, want)
+	}
+}
+
+func testNotifications(t *testing.T, open backend) {
+	s := open.openNew(t)
+	ctx := context.Background()
+	mustPutRun(t, s, newRun("r1", t0))
+	want := []store.Notification{
+		{RunID: "r1", URL: "http://127.0.0.1:9/hook", Events: []string{"failed", "change_point"}, OK: false, Attempts: 6, Error: "503 Service Unavailable", At: t0.Add(time.Minute)},
+		{RunID: "r1", URL: "http://127.0.0.1:9/hook", Events: []string{"findings"}, OK: true, Attempts: 1, At: t0.Add(2 * time.Minute)},
+	}
+	for _, n := range want {
+		if err := s.PutNotification(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Notifications(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		got[i].At = got[i].At.UTC()
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Notifications = %+v, want %+v", got, want)
+	}
+	if err := s.PutNotification(ctx, store.Notification{RunID: "nope", URL: "x"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PutNotification(unknown run) = %v, want ErrNotFound", err)
 	}
 }

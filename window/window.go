@@ -231,8 +231,9 @@ type Probes struct {
 	// inspector right after its forced GC (probes.heap.inspector).
 	Node *NodeMemory `json:"node,omitempty"`
 	// EventLoopDelay is a Node.js target's event-loop delay over the window:
-	// a perf_hooks.monitorEventLoopDelay histogram (10 ms resolution) read
-	// and reset each window through the inspector. Its Max includes the
+	// a perf_hooks.monitorEventLoopDelay histogram (10 ms resolution; the
+	// 10 ms sampling interval is subtracted, so an idle loop reads about 0)
+	// read and reset each window through the inspector. Its Max includes the
 	// inspector's own forced GC of the previous window when the heap is read
 	// every window; P99 is not moved by that one sample.
 	EventLoopDelay *Pauses `json:"event_loop_delay_ms,omitempty"`

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,6 +43,20 @@ type ScheduledInput struct {
 	Notify string
 	// UIURL is the base URL of the browser UI, for links in notifications.
 	UIURL string
+	// Compare, when set, makes each firing a comparison of two builds
+	// (a nightly A/B) instead of a soak; the fields above other than
+	// Schedule, Cron, File and Name are then unused.
+	Compare *ScheduledCompare
+}
+
+// ScheduledCompare is a scheduled comparison: its record and workflow
+// input as `longhaul compare` would have made them, ids unset (each firing
+// gets its own).
+type ScheduledCompare struct {
+	Record store.Comparison
+	// Scenario is the YAML (Record leaves it out of JSON, hence payloads).
+	Scenario string
+	Input    CompareInput
 }
 
 // ScheduledResult is the outcome of one scheduled run.
@@ -74,6 +89,12 @@ func ScheduledSoakWorkflow(ctx workflow.Context, in ScheduledInput) (ScheduledRe
 		StartToCloseTimeout: 2 * time.Minute, // a git ls-remote of a slow remote
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
 	})
+	if in.Compare != nil {
+		// Only a compare schedule's histories have this marker (and the
+		// branch): the soak schedules' histories replay unchanged.
+		_ = workflow.GetVersion(ctx, "scheduled-compare", workflow.DefaultVersion, 1)
+		return res, scheduledCompare(ctx, general, in, res.RunID)
+	}
 	soakID := "longhaul-soak-" + res.RunID
 	var begun activities.BeginScheduledResult
 	err := workflow.ExecuteActivity(general, a.BeginScheduled, activities.BeginScheduledInput{
@@ -99,5 +120,85 @@ func ScheduledSoakWorkflow(ctx workflow.Context, in ScheduledInput) (ScheduledRe
 	})
 	err = workflow.ExecuteChildWorkflow(child, WorkflowName, soak).Get(ctx, &res.Soak)
 	res.Soak.RunID = res.RunID
+	// Version 1 notifies (in.Notify) when the soak has ended, whatever
+	// its outcome; a delivery that keeps failing is recorded and never
+	// changes the run's result.
+	if in.Notify != "" && workflow.GetVersion(ctx, "scheduled-notify", workflow.DefaultVersion, 1) >= 1 {
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		notifySoak(dctx, in, res.RunID)
+	}
 	return res, err
+}
+
+// Notification retries: 1 s, 2 s, 4 s … up to a minute apart, six tries.
+const notifyAttempts = 6
+
+// notifySoak sends the run's notification, if it has anything to say, and
+// records how it went.
+func notifySoak(ctx workflow.Context, in ScheduledInput, runID string) {
+	var a *activities.Activities
+	log := workflow.GetLogger(ctx)
+	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var notice activities.Notice
+	err := workflow.ExecuteActivity(general, a.PrepareNotice, activities.NoticeInput{RunID: runID, Schedule: in.Schedule, UIURL: in.UIURL}).Get(ctx, &notice)
+	if err != nil {
+		log.Error("notification not prepared", "run", runID, "error", err)
+		return
+	}
+	if len(notice.Payload.Events) == 0 {
+		return
+	}
+	post := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			MaximumAttempts: notifyAttempts, NonRetryableErrorTypes: []string{activities.ErrTypeNotifyRejected},
+		},
+	})
+	rec := store.Notification{RunID: runID, URL: in.Notify, Events: notice.Payload.Events}
+	err = workflow.ExecuteActivity(post, a.Notify, activities.NotifyInput{URL: in.Notify, Payload: notice.Payload}).Get(ctx, &rec.Attempts)
+	if err != nil {
+		rec.Attempts = notifyAttempts
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == activities.ErrTypeNotifyRejected && app.HasDetails() {
+			_ = app.Details(&rec.Attempts)
+		}
+		rec.Error = failureReason(err)
+		log.Warn("notification not delivered", "run", runID, "url", in.Notify, "error", err)
+	} else {
+		rec.OK = true
+	}
+	if err := workflow.ExecuteActivity(general, a.RecordNotification, rec).Get(ctx, nil); err != nil {
+		log.Error("notification not recorded", "run", runID, "error", err)
+	}
+}
+
+// scheduledCompare records a comparison with the schedule's name (id drawn
+// by the workflow) and runs it as a child workflow. Each side's git ref is
+// resolved when the comparison builds it, so each night compares the
+// then-current commits; the record holds them.
+func scheduledCompare(ctx, general workflow.Context, in ScheduledInput, id string) error {
+	var a *activities.Activities
+	rec := in.Compare.Record
+	rec.ID, rec.WorkflowID, rec.Schedule = id, "longhaul-compare-"+id, in.Schedule
+	rec.CreatedAt = workflow.Now(ctx)
+	begin := activities.BeginScheduledCompareInput{Comparison: rec, Scenario: in.Compare.Scenario}
+	if err := workflow.ExecuteActivity(general, a.BeginScheduledCompare, begin).Get(ctx, nil); err != nil {
+		return err
+	}
+	cin := in.Compare.Input
+	cin.ComparisonID = id
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          rec.WorkflowID,
+		TaskQueue:           activities.GeneralQueue,
+		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation: true,
+	})
+	var cr CompareResult
+	return workflow.ExecuteChildWorkflow(child, CompareWorkflowName, cin).Get(ctx, &cr)
 }

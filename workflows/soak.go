@@ -118,6 +118,21 @@ var (
 	driveMargin = 5 * time.Minute
 )
 
+// Change ids of workflow.GetVersion for the heartbeats of Provision and
+// Teardown.
+const (
+	provisionHeartbeatChange = "provision-heartbeat"
+	teardownHeartbeatChange  = "teardown-heartbeat"
+)
+
+// ProvisionHeartbeatTimeout is the heartbeat timeout of Provision and
+// Teardown (from workflow version "provision-heartbeat" 1 on): they heartbeat
+// while they build, start and wait, so a worker killed meanwhile is noticed
+// this long after its last heartbeat and the activity is retried, instead of
+// after its StartToClose (30 minutes for a provision). A variable only so
+// end-to-end tests can shorten it; workflow code reads it, never writes.
+var ProvisionHeartbeatTimeout = 30 * time.Second
+
 // DriveHeartbeatTimeout is a few windows long (3 × window, at least 10 s): a
 // dead worker is noticed that long after its last heartbeat.
 func DriveHeartbeatTimeout(window time.Duration) time.Duration {
@@ -250,11 +265,19 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 // provision brings up the next incarnation on the host queue.
 func (s *soak) provision(ctx workflow.Context) error {
 	var a *activities.Activities
-	hctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:           s.st.HostQueue,
 		StartToCloseTimeout: provisionTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
-	})
+	}
+	// Version 1: Provision heartbeats; an attempt lost with its worker is
+	// retried (a third attempt allowed: the retry removes what the lost one
+	// left, so attempts are cheap).
+	if workflow.GetVersion(ctx, provisionHeartbeatChange, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = ProvisionHeartbeatTimeout
+		opts.RetryPolicy.MaximumAttempts = 3
+	}
+	hctx := workflow.WithActivityOptions(ctx, opts)
 	var env activities.Environment
 	in := activities.ProvisionInput{RunID: s.in.RunID, Incarnation: s.st.Incarnation + 1, Provider: s.in.Provider, TargetEnv: s.in.TargetEnv, Build: s.in.Build}
 	if err := workflow.ExecuteActivity(hctx, a.Provision, in).Get(ctx, &env); err != nil {
@@ -296,12 +319,18 @@ func (s *soak) teardown(ctx workflow.Context) {
 		return
 	}
 	var a *activities.Activities
-	tctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:              s.st.HostQueue,
 		StartToCloseTimeout:    teardownTimeout,
 		ScheduleToStartTimeout: teardownScheduleTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 5},
-	})
+	}
+	// Version 1: Teardown heartbeats too (it is idempotent: a retry after a
+	// lost attempt removes whatever is still there).
+	if workflow.GetVersion(ctx, teardownHeartbeatChange, workflow.DefaultVersion, 1) >= 1 {
+		opts.HeartbeatTimeout = ProvisionHeartbeatTimeout
+	}
+	tctx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(tctx, a.Teardown, *s.st.Env).Get(tctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("teardown failed; `longhaul sweep` removes leftovers", "env", s.st.Env.ID, "error", err)
 	}

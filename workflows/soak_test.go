@@ -493,3 +493,23 @@ func TestSoakStoppedByThreshold(t *testing.T) {
 	}
 	f.checkNoRewrites(t)
 }
+
+// TestProvisionAndTeardownHeartbeat: from version "provision-heartbeat" on,
+// Provision and Teardown run with ProvisionHeartbeatTimeout, so a worker
+// killed while it provisions is noticed within it (the end-to-end kills are
+// in cmd/longhaul/provision_kill_e2e_test.go).
+func TestProvisionAndTeardownHeartbeat(t *testing.T) {
+	f := newFixture(t, 3)
+	got := map[string]time.Duration{}
+	f.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		got[info.ActivityType.Name] = info.HeartbeatTimeout
+	})
+	if _, err := f.run(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	for _, name := range []string{"Provision", "Teardown"} {
+		if got[name] != ProvisionHeartbeatTimeout {
+			t.Errorf("%s heartbeat timeout %s, want %s", name, got[name], ProvisionHeartbeatTimeout)
+		}
+	}
+}

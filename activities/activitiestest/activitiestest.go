@@ -28,6 +28,7 @@ type Store struct {
 	findings map[string][]analysis.Finding
 	judged   map[string][]thresholds.Result
 	comps    map[string]store.Comparison
+	notes    map[string][]store.Notification
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -43,6 +44,7 @@ func (s *Store) init() {
 		s.findings = map[string][]analysis.Finding{}
 		s.judged = map[string][]thresholds.Result{}
 		s.comps = map[string]store.Comparison{}
+		s.notes = map[string][]store.Notification{}
 		s.Puts = map[string]int{}
 	}
 }
@@ -177,6 +179,23 @@ func (s *Store) Thresholds(_ context.Context, runID string) ([]thresholds.Result
 
 // Close implements store.Store.
 func (s *Store) Close() error { return nil }
+
+// PutNotification implements store.Store.
+func (s *Store) PutNotification(_ context.Context, n store.Notification) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.notes[n.RunID] = append(s.notes[n.RunID], n)
+	return nil
+}
+
+// Notifications implements store.Store.
+func (s *Store) Notifications(_ context.Context, runID string) ([]store.Notification, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.notes[runID]), nil
+}
 
 // PutComparison implements store.Store.
 func (s *Store) PutComparison(_ context.Context, c store.Comparison) error {

@@ -8,9 +8,12 @@
 #   clean       demo target + PostgreSQL                                       → no warning-or-worse finding
 #   node-leak   examples/node-target, --target-env LEAK_BYTES=2048 (inspector) → leak
 #   node-clean  examples/node-target (inspector)                               → no warning-or-worse finding
+#   node-offheap  examples/node-target, --target-env LEAK_BUFFER_BYTES=2048  → leak outside the heap
+#   sqlite-noindex  demo target on SQLite, --target-env DEMO_INDEX_BUCKET=false → collapse naming items and op list
+#   sqlite-clean  demo target on SQLite                                        → no warning-or-worse finding
 #
-# It prints a table and writes bench/accuracy/RESULTS.md. 50 soaks take about
-# 90 minutes; run from anywhere. Arguments go to the runner, e.g.
+# It prints a table and writes bench/accuracy/RESULTS.md. 80 soaks take about
+# 2.5 hours; run from anywhere. Arguments go to the runner, e.g.
 #
 #   bench/accuracy/run.sh -runs 1 -providers local -variants leak,clean
 #   bench/accuracy/run.sh -traces /tmp/accuracy-traces     # keep each run's NDJSON

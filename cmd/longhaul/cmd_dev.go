@@ -74,7 +74,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		return err
 	}
 	defer c.Close()
-	ui, err := a.startUI(svc.store, f.uiAddr, true)
+	ui, err := a.startUIWith(svc.store, f.uiAddr, true, scheduleLister(c))
 	if err != nil {
 		return err
 	}

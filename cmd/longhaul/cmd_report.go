@@ -22,13 +22,17 @@ type reportFlags struct {
 func (a *app) reportCmd() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:   "report RUN_ID",
-		Short: "Print a stored run: status, windows, summary, findings, thresholds and gate",
+		Use:   "report ID",
+		Short: "Print a stored run (status, windows, summary, findings, thresholds, gate) or comparison",
 		Long: `Report prints a stored run: its status, one line per window, the summary, the
 probe problems, the findings and, when the scenario has thresholds or the run
 was started with --fail-on, each threshold with its value and the gate. The
 gate is judged with the run's own --fail-on unless --fail-on is given here.
-The exit code is 0 whatever the gate says (see the "gate" line).`,
+The exit code is 0 whatever the gate says (see the "gate" line).
+
+For a comparison's ID it prints the comparison: its sides, the equivalence
+check, one line per round and the verdict of every metric (--format json:
+one comparison object, as the last line of longhaul compare --format json).`,
 		Example: "  longhaul report 0199a3c4-...\n  longhaul report 0199a3c4-... --format json\n  longhaul report 0199a3c4-... --fail-on critical\n  longhaul report 0199a3c4-... --format html > report.html",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,8 +71,13 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 			return charts.WriteComparisonPage(ctx, a.stdout, st, id)
 		}
 	}
+	if errors.Is(err, store.ErrNotFound) && !html {
+		if found, err := a.reportComparison(ctx, st, id, format); found || err != nil {
+			return err
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
-		return badInputf("no run %s in %s (see longhaul runs)", id, where)
+		return badInputf("no run or comparison %s in %s (see longhaul runs, longhaul comparisons)", id, where)
 	}
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", id, err)

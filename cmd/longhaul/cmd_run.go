@@ -236,31 +236,11 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	defer lg.Close()
 	p.logPath = lg.path
 
-	hostPort := f.temporal
-	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, lg.temporal)
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		hostPort = srv.Address()
-		f.namespace = srv.Namespace()
-	}
-	c, err := a.dialTemporal(ctx, hostPort, f.namespace, lg.temporal)
+	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, lg)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if f.temporal == "" {
-		w, err := a.newSoakWorker(ctx, c, st, svc.dataDir, soakWorkerConfig{metrics: svc.metrics}, lg.own)
-		if err != nil {
-			return err
-		}
-		if err := w.Start(); err != nil {
-			return err
-		}
-		defer w.Stop()
-	}
+	defer stop()
 
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -304,6 +284,48 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		fmt.Fprintf(a.stderr, "live charts: %s\n", ui.RunURL(run.ID))
 	}
 	return a.follow(ctx, c, st, wr, run.ID, p)
+}
+
+// connect returns a Temporal client: of the cluster at temporal, or —
+// when temporal is empty — of an embedded server on the data directory,
+// with a worker in this process. stop closes everything it started.
+func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string, lg *logs) (c client.Client, hostPort string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	hostPort = temporal
+	if hostPort == "" {
+		srv, err := a.startDevServer(ctx, svc.dataDir, 0, lg.temporal)
+		if err != nil {
+			return nil, "", stop, err
+		}
+		stops = append(stops, func() { _ = srv.Stop() })
+		hostPort = srv.Address()
+		namespace = srv.Namespace()
+	}
+	if c, err = a.dialTemporal(ctx, hostPort, namespace, lg.temporal); err != nil {
+		return nil, hostPort, stop, err
+	}
+	stops = append(stops, c.Close)
+	if temporal == "" {
+		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics}, lg.own)
+		if err != nil {
+			return nil, hostPort, stop, err
+		}
+		if err := w.Start(); err != nil {
+			return nil, hostPort, stop, err
+		}
+		stops = append(stops, w.Stop)
+	}
+	return c, hostPort, stop, nil
 }
 
 // follow prints the run's windows as they reach the store until the

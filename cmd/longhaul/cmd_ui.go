@@ -10,14 +10,19 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/longhaul-dev/longhaul/charts"
+	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
 // uiFlags are the flags of longhaul ui.
 type uiFlags struct {
-	addr  string
-	token string
+	addr      string
+	token     string
+	temporal  string
+	namespace string
 	storeFlags
 }
 
@@ -44,8 +49,30 @@ It binds to loopback by default. Binding to any other address needs a token
 	fs := cmd.Flags()
 	fs.StringVar(&f.addr, "addr", charts.DefaultAddr, "HOST:PORT to serve on")
 	fs.StringVar(&f.token, "token", "", "token required of every visitor (default $LONGHAUL_UI_TOKEN; needed off loopback)")
+	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT whose schedules the schedules page lists (default: none)")
+	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
 	f.storeFlags.register(fs)
 	return cmd
+}
+
+// scheduleLister lists the schedules on c for the UI's schedules page.
+func scheduleLister(c client.Client) charts.Schedules {
+	sc := schedule.New(c)
+	return func(ctx context.Context) ([]charts.ScheduleSummary, error) {
+		ss, err := sc.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]charts.ScheduleSummary, 0, len(ss))
+		for _, s := range ss {
+			sum := charts.ScheduleSummary{Name: s.Name, Cron: strings.Join(s.Spec.Cron, "; "), Paused: s.Paused, Scenario: s.Action.Scenario}
+			if len(s.NextRuns) > 0 {
+				sum.Next = s.NextRuns[0]
+			}
+			out = append(out, sum)
+		}
+		return out, nil
+	}
 }
 
 func (a *app) ui(ctx context.Context, f uiFlags) error {
@@ -57,7 +84,16 @@ func (a *app) ui(ctx context.Context, f uiFlags) error {
 	if f.token == "" {
 		f.token = a.getenv("LONGHAUL_UI_TOKEN")
 	}
-	ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: f.token, Log: a.logger()})
+	var schedules charts.Schedules
+	if f.temporal != "" {
+		c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		schedules = scheduleLister(c)
+	}
+	ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: f.token, Log: a.logger(), Schedules: schedules})
 	if err != nil {
 		return badInput{err}
 	}
@@ -79,10 +115,15 @@ func uiAddrFlag(fs *pflag.FlagSet, p *string, def, what string) {
 // nothing (nil, nil). When fallback is set and addr's port is taken, a free
 // port on the same host is used instead.
 func (a *app) startUI(st store.Store, addr string, fallback bool) (*charts.Running, error) {
+	return a.startUIWith(st, addr, fallback, nil)
+}
+
+// startUIWith is startUI with the schedules page's lister.
+func (a *app) startUIWith(st store.Store, addr string, fallback bool, schedules charts.Schedules) (*charts.Running, error) {
 	if strings.EqualFold(addr, "off") || addr == "" {
 		return nil, nil
 	}
-	opts := charts.Options{Store: st, Addr: addr, Token: a.getenv("LONGHAUL_UI_TOKEN"), Log: a.logger()}
+	opts := charts.Options{Store: st, Addr: addr, Token: a.getenv("LONGHAUL_UI_TOKEN"), Log: a.logger(), Schedules: schedules}
 	ui, err := charts.Listen(opts)
 	if err != nil && fallback && errors.Is(err, syscall.EADDRINUSE) {
 		if i := strings.LastIndex(addr, ":"); i >= 0 {

@@ -300,8 +300,11 @@ func TestFindingsNodeInspectorDocker(t *testing.T) {
 	if out, err := exec.Command("../../bench/accuracy/node-image.sh").CombinedOutput(); err != nil {
 		t.Fatalf("bench/accuracy/node-image.sh: %v\n%s", err, out)
 	}
+	// 2 s windows: the inspector's forced GC and heap reading get 500 ms
+	// (a quarter of the window); at 1 s windows the 250 ms budget was missed
+	// in a third of the windows on a machine at load average 25.
 	scen := writeScenario(t, `name: e2e-node-docker
-load: {rate: 300, max_vus: 8, duration: 15s, window: 1s, warmup: 1s, timeout: 5s}
+load: {rate: 300, max_vus: 8, duration: 24s, window: 2s, warmup: 2s, timeout: 5s}
 environment:
   provider: docker
   target:

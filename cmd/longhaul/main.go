@@ -98,6 +98,8 @@ func (a *app) rootCmd() *cobra.Command {
 		a.driveCmd(),
 		a.scenarioCmd(),
 		a.runCmd(),
+		a.compareCmd(),
+		a.comparisonsCmd(),
 		a.devCmd(),
 		a.workerCmd(),
 		a.serverCmd(),
@@ -110,6 +112,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.importCmd(),
 		a.exportCmd(),
 		a.scheduleCmd(),
+		a.historyCmd(),
 	)
 	return root
 }

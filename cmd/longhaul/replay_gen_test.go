@@ -20,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -49,16 +50,7 @@ func TestGenerateSoakHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := replayClient(ctx, t, quiet)
 
 	reached := make(chan struct{})
 	drv := &activitiestest.Driver{Before: func(ctx context.Context, call, index int) error {
@@ -116,6 +108,141 @@ func TestGenerateSoakHistories(t *testing.T) {
 		t.Fatalf("soak stopped by a threshold: %+v, %v", res, err)
 	}
 	writeHistory(t, c, "replay-threshold-abort", "soak-threshold-abort.json")
+}
+
+// TestGenerateCompareHistories records the CompareWorkflow histories that
+// workflows' replay test replays: a clean comparison (equivalence check, 3
+// pairs in ABBA order, verdicts) and one whose disturbed pair is rerun.
+// Regenerate them with
+//
+//	go test ./cmd/longhaul -run TestGenerateCompareHistories -update-histories
+func TestGenerateCompareHistories(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("run with -update-histories to regenerate workflows/testdata/compare-*.json")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := replayClient(ctx, t, quiet)
+
+	st := &activitiestest.Store{}
+	drv := &activitiestest.Driver{}
+	// Each window: a latency histogram, CPU per request (B 15 % more), and
+	// foreign load on the host in the first round of "replay-compare-rerun".
+	drv.Decorate = func(req activities.DriveRequest, w *window.Window) {
+		_, r, err := st.RoundOfRun(context.Background(), req.RunID)
+		if err != nil {
+			return
+		}
+		h := window.NewHistogram()
+		for i := range 50 {
+			window.Record(h, int64(900+(i*37+r.Index*11+w.Index*5)%200))
+		}
+		w.Histogram, _ = window.EncodeHistogram(h)
+		w.LatencyMs = window.LatencyOf(h)
+		cpu := 50 + float64((r.Index*7+w.Index*3)%5)/10
+		if r.Side == store.SideB {
+			cpu *= 1.15
+		}
+		w.Probes.CPUMicrosPerRequest = &cpu
+		foreign := 0.05
+		if req.RunID == activities.RoundRunID("replay-compare-rerun", 0) {
+			foreign = 0.9
+		}
+		w.Probes.HostForeignCPU = &foreign
+	}
+	acts := &activities.Activities{
+		Store: st, Provisioner: &activitiestest.Provisioner{}, Driver: drv, Recorder: drv,
+		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
+	}
+	w := workflows.NewWorker(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	for _, tc := range []struct {
+		id, file string
+		rerun    bool
+	}{
+		{"replay-compare-clean", "compare-clean.json", false},
+		{"replay-compare-rerun", "compare-rerun.json", true},
+	} {
+		err := st.PutComparison(ctx, store.Comparison{
+			ID: tc.id, Name: "hello", Status: store.Pending, Scenario: replayScenario,
+			B:     store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}},
+			Order: workflows.OrderABBA, Pairs: 3, RoundDuration: 2 * time.Second, Window: time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := workflows.CompareInput{ComparisonID: tc.id, Name: "hello", Pairs: 3, Seed: 42, RoundDuration: 2 * time.Second,
+			Window: time.Second, Equivalence: 10, RerunDisturbed: tc.rerun}
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: tc.id, TaskQueue: activities.GeneralQueue}, workflows.CompareWorkflowName, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res workflows.CompareResult
+		if err := run.Get(ctx, &res); err != nil {
+			t.Fatalf("%s: %v", tc.id, err)
+		}
+		if res.Status != store.Completed || (tc.rerun && res.Reruns != 1) || res.Verdicts.Worse == 0 {
+			t.Fatalf("%s: %+v", tc.id, res)
+		}
+		writeHistory(t, c, tc.id, tc.file)
+	}
+}
+
+// replayClient starts an embedded server for the test and returns a client
+// of it; both end with the test.
+func replayClient(ctx context.Context, t *testing.T, quiet *slog.Logger) client.Client {
+	t.Helper()
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestGenerateProvisionHeartbeatHistory records a clean soak with the
+// version markers of the heartbeating Provision and Teardown
+// (soak-provision-heartbeat.json), leaving the older histories as they
+// are:
+//
+//	go test ./cmd/longhaul -run TestGenerateProvisionHeartbeatHistory -args -update-histories
+func TestGenerateProvisionHeartbeatHistory(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("run with -update-histories to regenerate workflows/testdata/soak-provision-heartbeat.json")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := replayClient(ctx, t, quiet)
+	acts := &activities.Activities{
+		Store: &activitiestest.Store{}, Provisioner: &activitiestest.Provisioner{}, Driver: &activitiestest.Driver{},
+		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
+	}
+	w := workflows.NewWorker(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const id = "replay-provision-heartbeat"
+	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 3 * time.Second, Window: time.Second}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("soak: %v", err)
+	}
+	writeHistory(t, c, id, "soak-provision-heartbeat.json")
 }
 
 func writeHistory(t *testing.T, c client.Client, id, file string) {

@@ -91,6 +91,8 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Store:       st,
 		Provisioner: provisionAdapter{prov},
 		Driver:      activities.LoadDriver{Metrics: set, LookupEnv: a.lookupEnv},
+		Recorder:    activities.LoadDriver{LookupEnv: a.lookupEnv},
+		Builder:     refBuilder{provision.Options{DataDir: dataDir, Logger: log}},
 		Probes:      activities.ServerProbes(log),
 		Analyzer:    activities.Findings,
 		Refs:        gitRefs{},
@@ -105,6 +107,30 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		acts.HostTaskQueue = q
 	}
 	return workflows.NewWorker(c, acts, worker.Options{}), nil
+}
+
+// refBuilder builds a comparison side's git ref once: for the local
+// provider with provision.BuildLocalRef (cached by commit under the data
+// directory); for the docker provider Provision builds the Dockerfile at
+// the ref itself, once per commit (its image tag cache), so the side is
+// left as it is.
+type refBuilder struct{ opts provision.Options }
+
+func (b refBuilder) Build(ctx context.Context, req activities.BuildRequest) (store.Build, error) {
+	out := req.Build
+	kind := req.Provider
+	if kind == "" {
+		kind = req.Spec.Provider
+	}
+	if kind != "local" {
+		return out, nil
+	}
+	commit, dir, err := provision.BuildLocalRef(ctx, b.opts, req.Spec, out.Ref)
+	if err != nil {
+		return out, err
+	}
+	out.Commit, out.Artifact = commit, dir
+	return out, nil
 }
 
 // gitRefs resolves a scheduled run's git ref with package provision.

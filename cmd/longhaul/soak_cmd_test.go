@@ -115,7 +115,7 @@ func TestRunsAndReport(t *testing.T) {
 		t.Errorf("report json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runLonghaul(t, runOpts{}, "report", "no-such-run", "--store", dsn)
-	if r.code != exitBadInput || !strings.Contains(r.stderr, "no run no-such-run") {
+	if r.code != exitBadInput || !strings.Contains(r.stderr, "no run or comparison no-such-run") {
 		t.Errorf("report of a missing run: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
+	"github.com/longhaul-dev/longhaul/workflows"
 )
 
 // TestMain lets the test binary act as the longhaul command, so end-to-end
@@ -26,6 +27,9 @@ import (
 // kill -9 them) without linking a second 200 MB binary.
 func TestMain(m *testing.M) {
 	if os.Getenv("LONGHAUL_TEST_MAIN") == "1" {
+		if d, err := time.ParseDuration(os.Getenv(provisionHeartbeatEnv)); err == nil {
+			workflows.ProvisionHeartbeatTimeout = d
+		}
 		main()
 		return
 	}

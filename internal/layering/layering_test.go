@@ -25,6 +25,8 @@ var forbidden = map[string][]string{
 	"charts":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"thresholds": {"go.temporal.io/", "github.com/testcontainers/"},
 	"interop":    {"go.temporal.io/", "github.com/testcontainers/"},
+	"history":    {"go.temporal.io/", "github.com/testcontainers/"},
+	"notify":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"provision":  {"go.temporal.io/"},
 	"workflows":  {"go.temporal.io/server/", "github.com/testcontainers/"},
 	"activities": {"go.temporal.io/server/", "github.com/testcontainers/"},

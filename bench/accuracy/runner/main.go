@@ -56,6 +56,9 @@ var variants = []variant{
 	{"clean", "demo-%s.yaml", nil, "no warning-or-worse", wantNothing},
 	{"node-leak", "node-%s.yaml", []string{"LEAK_BYTES=2048"}, "leak", wantLeak},
 	{"node-clean", "node-%s.yaml", nil, "no warning-or-worse", wantNothing},
+	{"node-offheap", "node-%s.yaml", []string{"LEAK_BUFFER_BYTES=2048"}, "leak outside the heap", wantOffHeapLeak},
+	{"sqlite-noindex", "sqlite-%s.yaml", []string{"DEMO_INDEX_BUCKET=false"}, "collapse on items, op list", wantCollapseItemsList},
+	{"sqlite-clean", "sqlite-%s.yaml", nil, "no warning-or-worse", wantNothing},
 }
 
 func verdicts(fs []analysis.Finding) []analysis.Finding {
@@ -84,6 +87,30 @@ func wantCollapseItems(fs []analysis.Finding) error {
 		}
 	}
 	return errors.New("no collapse finding naming items")
+}
+
+func wantCollapseItemsList(fs []analysis.Finding) error {
+	for _, f := range verdicts(fs) {
+		if f.Kind == analysis.KindCollapse && f.Evidence.Table == "items" {
+			if f.Evidence.Op != "list" {
+				return fmt.Errorf("collapse naming items but op %q, want list", f.Evidence.Op)
+			}
+			return nil
+		}
+	}
+	return errors.New("no collapse finding naming items")
+}
+
+func wantOffHeapLeak(fs []analysis.Finding) error {
+	for _, f := range verdicts(fs) {
+		if f.Kind == analysis.KindLeak {
+			if f.Evidence.Notes["off_heap"] != 1 {
+				return errors.New("a leak finding, but on the heap")
+			}
+			return nil
+		}
+	}
+	return errors.New("no leak finding")
 }
 
 func wantNothing(fs []analysis.Finding) error {
@@ -151,7 +178,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.longhaul, "longhaul", "", "the longhaul binary (required)")
 	fs.StringVar(&c.dir, "dir", "bench/accuracy", "directory of the bench's scenarios")
 	fs.StringVar(&providers, "providers", "docker,local", "providers, comma-separated")
-	fs.StringVar(&names, "variants", "leak,noindex,clean,node-leak,node-clean", "variants, comma-separated")
+	fs.StringVar(&names, "variants", "leak,noindex,clean,node-leak,node-clean,node-offheap,sqlite-noindex,sqlite-clean", "variants, comma-separated")
 	fs.IntVar(&c.runs, "runs", 5, "runs per provider and variant")
 	fs.DurationVar(&c.duration, "duration", 90*time.Second, "length of each soak (windows are the scenarios' 3 s)")
 	fs.StringVar(&c.data, "data", "", "longhaul data directory (default: a new temporary one)")
@@ -365,11 +392,25 @@ func evidenceOf(fs []analysis.Finding) string {
 		e := f.Evidence
 		switch f.Kind {
 		case analysis.KindLeak:
-			return fmt.Sprintf("heap %s → %s, %s/1k req, p=%.2g", mib(e.Before), mib(e.After), mib(e.PerKRequests), e.PValue)
+			what := "heap"
+			if e.Notes["off_heap"] == 1 {
+				what = strings.SplitN(f.Summary, " grew", 2)[0] + fmt.Sprintf(" (heap %s → %s)", mib(e.Notes["heap_before"]), mib(e.Notes["heap_after"]))
+				what = strings.Replace(what, " (external: Buffers, ArrayBuffers)", "", 1)
+			}
+			return fmt.Sprintf("%s %s → %s, %s/1k req, p=%.2g", what, mib(e.Before), mib(e.After), mib(e.PerKRequests), e.PValue)
 		case analysis.KindCollapse:
 			s := fmt.Sprintf("%.0f → %.0f req/s", e.Notes["rps_before"], e.Notes["rps_after"])
 			if e.Table != "" {
-				s += fmt.Sprintf(", %s rows read/req %.0f → %.0f", e.Table, e.Notes["rows_read_per_request_before"], e.Notes["rows_read_per_request_after"])
+				if _, ok := e.Notes["rows_read_per_request_before"]; ok {
+					s += fmt.Sprintf(", %s rows read/req %.0f → %.0f", e.Table, e.Notes["rows_read_per_request_before"], e.Notes["rows_read_per_request_after"])
+				} else {
+					s += ", table " + e.Table
+				}
+			}
+			for _, op := range e.Ops {
+				if op.Op == e.Op && e.Op != "" {
+					s += fmt.Sprintf(", %s p50 %.1f → %.1f ms", op.Op, op.P50BeforeMs, op.P50AfterMs)
+				}
 			}
 			return s
 		}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# run.sh is the accuracy bench of issue 11 through the CLI: `longhaul
+# compare --format json` of the demo target, 3 pairs of 10 s rounds in 1 s
+# windows (2 s warm-up), ABBA order, 200-request equivalence check, each
+# experiment RUNS times (default 5):
+#
+#   aa-local     A vs A, local provider      → no better/worse on any metric; equivalence identical
+#   aa-docker    A vs A, docker provider     → the same
+#   burn-local   B with DEMO_CPU_BURN_US = 15 % of A's measured CPU per request
+#                                              → worse on cpu_us_per_request
+#   burn50-local the same at +50 % (beside the bar: an effect above this
+#                machine's noise)
+#   burn-local-pN  burn-local again, meant to be run with PAIRS=N (more, shorter pairs):
+#                KEEP=1 PAIRS=10 ROUND=5s RUNS=2 EXPERIMENTS=burn-local-p10 bench/compare/run.sh
+#   variant-local  B with DEMO_RESPONSE_VARIANT=1 → equivalence different, naming op list and $.cursor
+#
+# The burn is calibrated from the first aa-local comparison's rounds (their
+# mean CPU µs per request after warm-up). The machine this ran on is shared
+# with other jobs whose CPU load is far above the default disturbed
+# threshold (a quarter of the host), so the rounds are run with
+# --disturbed-above off and each round's foreign load is reported instead.
+#
+#   flock /tmp/longhaul-measure.lock bench/compare/run.sh            # all, 5 each
+#   RUNS=1 EXPERIMENTS="aa-local burn-local" bench/compare/run.sh
+#
+# Writes bench/compare/RESULTS.md (and traces/, the comparison objects),
+# with the simulated accuracy of the verdict rule at the noise the A-vs-A
+# comparisons measured (bench/compare/power). KEEP=1 keeps earlier traces
+# (to add experiments to a finished run).
+# Needs: go, docker with longhaul/demo-target:latest (scripts/offline-images.sh).
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo_root"
+RUNS=${RUNS:-5}
+FIRST=${FIRST:-1} # the first repetition's number (with KEEP=1, to add repetitions)
+EXPERIMENTS=${EXPERIMENTS:-"aa-local burn-local variant-local aa-docker"}
+ROUND=${ROUND:-10s}
+PAIRS=${PAIRS:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+traces=bench/compare/traces
+[[ -n "${KEEP:-}" ]] || rm -rf "$traces"
+mkdir -p "$traces"
+
+log() { printf '%s compare-bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+lh=${LONGHAUL_BIN:-}
+if [[ -z "$lh" ]]; then
+	log "building longhaul"
+	go build -o "$work/longhaul" ./cmd/longhaul
+	lh="$work/longhaul"
+fi
+log "building the demo target"
+CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
+sed "s|DEMO_TARGET_BIN|$work/demo-target|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
+cp bench/compare/demo-docker.yaml "$work/demo-docker.yaml"
+
+common=(--pairs "$PAIRS" --round-duration "$ROUND" --window 1s --warmup 2s --disturbed-above off
+	--format json --ui-addr off --data "$work/data")
+
+# compare NAME I ARGS...: one comparison; its last NDJSON line goes to
+# traces/NAME-I.json, its exit code to traces/NAME-I.exit.
+compare() {
+	local name=$1 i=$2
+	shift 2
+	local start=$SECONDS code=0
+	"$lh" compare "$@" "${common[@]}" > "$work/out.ndjson" 2> "$work/err.txt" || code=$?
+	tail -n 1 "$work/out.ndjson" > "$traces/$name-$i.json"
+	echo "$code" > "$traces/$name-$i.exit"
+	log "$name #$i: exit $code in $((SECONDS - start)) s"
+	if [[ ! -s "$traces/$name-$i.json" ]]; then
+		log "no output; stderr:"
+		cat "$work/err.txt" >&2
+	fi
+}
+
+# calibrate PCT: the mean CPU µs per request of the rounds in
+# traces/aa-local-1.json after warm-up, and PCT % of it.
+calibrate() {
+	local runs
+	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1]))["rounds"]))' "$traces/aa-local-1.json")
+	for r in $runs; do "$lh" report "$r" --format json --data "$work/data"; done |
+		python3 -c '
+import json, sys
+v = []
+for line in sys.stdin:
+    o = json.loads(line)
+    if "type" not in o and "start" in o and o.get("index", 0) >= 2:
+        c = (o.get("probes") or {}).get("cpu_us_per_request")
+        if c:
+            v.append(c)
+m = sum(v) / len(v)
+print(f"{m:.1f} {round(float(sys.argv[1]) / 100 * m)}")' "$1"
+}
+
+# burn PCT: DEMO_CPU_BURN_US for +PCT %, calibrated once (traces/calibration.txt).
+burn() {
+	if [[ ! -s "$traces/calibration.txt" ]]; then
+		[[ -s "$traces/aa-local-1.json" ]] || compare aa-local 1 "$work/demo-local.yaml"
+		calibrate 100 > "$traces/calibration.txt"
+		log "A's CPU per request: $(cut -d' ' -f1 "$traces/calibration.txt") µs"
+	fi
+	python3 -c 'import sys; b = float(open(sys.argv[1]).read().split()[0]); print(round(b * float(sys.argv[2]) / 100))' \
+		"$traces/calibration.txt" "$1"
+}
+
+for exp in $EXPERIMENTS; do
+	for i in $(seq "$FIRST" "$((FIRST + RUNS - 1))"); do
+		case $exp in
+		aa-local) compare "$exp" "$i" "$work/demo-local.yaml" ;;
+		aa-docker) compare "$exp" "$i" "$work/demo-docker.yaml" ;;
+		burn-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
+		burn-local-p*) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
+		burn50-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 50)" ;;
+		variant-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env DEMO_RESPONSE_VARIANT=1 ;;
+		*) log "unknown experiment $exp"; exit 2 ;;
+		esac
+	done
+done
+
+go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
+python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS" > bench/compare/RESULTS.md
+cat bench/compare/RESULTS.md

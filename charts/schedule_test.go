@@ -1,0 +1,103 @@
+package charts
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// seedSchedule stores 12 nightly runs of schedule "nightly": CPU per
+// request 100 µs (±1 %) until run 7 (index 6), 130 µs from it; run 4
+// (index 3) failed.
+func seedSchedule(t *testing.T, st store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	h := newHistograms(t)
+	for i := range 12 {
+		start := fixtureT0.Add(time.Duration(i) * 24 * time.Hour)
+		run := store.Run{ID: fmt.Sprintf("night-%02d", i), Name: "api", Kind: "soak", Status: store.Completed, Schedule: "nightly",
+			Commit: fmt.Sprintf("%02dabcdef0123456789", i), CreatedAt: start, StartedAt: start, EndedAt: start.Add(time.Minute)}
+		if i == 3 {
+			run.Status, run.Reason = store.Failed, "target stopped answering"
+		}
+		if err := st.PutRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		cpu := 100 * (1 + 0.01*float64(i%3-1))
+		if i >= 6 {
+			cpu *= 1.3
+		}
+		for k := range 3 {
+			w := window.Window{RunID: run.ID, Incarnation: 1, Index: k, Start: start.Add(time.Duration(k) * 10 * time.Second),
+				End: start.Add(time.Duration(k+1) * 10 * time.Second), Requests: 1000, OK: 1000, RPS: 100, Histogram: h.all[0],
+				Probes: window.Probes{CPUMicrosPerRequest: &cpu}}
+			if err := st.PutWindow(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestSchedulePage(t *testing.T) {
+	st := openStore(t)
+	seedSchedule(t, st)
+	if err := st.PutRun(context.Background(), store.Run{ID: "by-hand", Name: "api", Kind: "soak", Status: store.Completed, CreatedAt: fixtureT0}); err != nil {
+		t.Fatal(err)
+	}
+	next := fixtureT0.Add(15 * 24 * time.Hour)
+	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099", Schedules: func(context.Context) ([]ScheduleSummary, error) {
+		return []ScheduleSummary{{Name: "nightly", Cron: "0 2 * * *", Next: next, Scenario: "api"}, {Name: "weekly", Cron: "@weekly", Paused: true}}, nil
+	}})}
+
+	body := u.mustGet("/schedules/nightly", "text/html")
+	checkCSPClean(t, "schedule", body)
+	for _, want := range []string{
+		"regression", "cpu_us_per_request", "29.7 %", "run 7", "06abcdef01", // the change point, its run and commit
+		`class="changepoint"`, `class="excluded"`, `href="/runs/night-03"`, "not in the series", // the failed night
+		`<circle class="run"`, `href="/runs/night-11"`, `href="/?schedule=nightly"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("schedule page lacks %q", want)
+		}
+	}
+	// 11 runs in the series on 5 charts (p50, p95, p99, rps, CPU; no heap readings).
+	if n := strings.Count(body, `<circle class="run"`); n != 11*5 {
+		t.Errorf("%d run points, want 55", n)
+	}
+	if n := strings.Count(body, `class="changepoint"`); n != 1 {
+		t.Errorf("%d change points drawn, want 1", n)
+	}
+	if res, _ := u.get("/schedules/nobody"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /schedules/nobody: %d, want 404", res.StatusCode)
+	}
+
+	list := u.mustGet("/schedules", "text/html")
+	checkCSPClean(t, "schedules", list)
+	for _, want := range []string{`href="/schedules/nightly"`, "0 2 * * *", "paused", "active", "weekly"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("schedules page lacks %q", want)
+		}
+	}
+
+	runs := u.mustGet("/?schedule=nightly", "text/html")
+	if !strings.Contains(runs, "/runs/night-00") || strings.Contains(runs, "/runs/by-hand") || !strings.Contains(runs, "12 runs") {
+		t.Errorf("runs page filtered by schedule: want the 12 nightly runs only")
+	}
+	if !strings.Contains(runs, `href="/schedules/nightly"`) {
+		t.Error("runs page filtered by schedule has no link to its history")
+	}
+}
+
+func TestSchedulesPageWithoutTemporal(t *testing.T) {
+	st := openStore(t)
+	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+	if body := u.mustGet("/schedules", "text/html"); !strings.Contains(body, "no Temporal server") {
+		t.Error("schedules page without a lister does not say why it is empty")
+	}
+}
