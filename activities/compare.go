@@ -138,6 +138,8 @@ func (a *Activities) PrepareSide(ctx context.Context, in PrepareSideInput) (stor
 	if b.Ref == "" || b.Artifact != "" || a.Builder == nil {
 		return b, nil
 	}
+	stop := keepAlive(ctx, "building side "+string(in.Side))
+	defer stop()
 	built, err := a.Builder.Build(ctx, BuildRequest{ComparisonID: c.ID, Side: in.Side, Spec: s.Environment, Provider: in.Provider, Build: b})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -316,6 +318,8 @@ func (a *Activities) CheckEquivalence(ctx context.Context, in EquivalenceInput) 
 	if err != nil {
 		return equivalence.Result{}, err
 	}
+	stop := keepAlive(ctx, "checking equivalence")
+	defer stop()
 	var sides [2][]equivalence.Exchange
 	for i, side := range []store.Side{store.SideA, store.SideB} {
 		b := in.A
