@@ -333,14 +333,31 @@ build_longhaul() {
 	ctx=$(mktemp -d "${TMPDIR:-/tmp}/longhaul-image.XXXXXX")
 	trap 'rm -rf "$ctx"' RETURN
 	mkdir -p "$ctx/data/tmp"
-	# No -trimpath here (unlike the Dockerfile): it would miss the build cache
-	# that tests on this machine leave, and recompile the Temporal server.
-	timed "go build longhaul" bash -c 'cd "$1" && CGO_ENABLED=0 go build -ldflags="-s -w" -o "$2/longhaul" ./cmd/longhaul' _ "$repo_root" "$ctx"
+	# Built as the tests build (no -trimpath, cgo as the host has it), unlike
+	# the Dockerfile's static CGO_ENABLED=0 build: either would miss the build
+	# cache that this machine's builds and tests share, and compile the
+	# Temporal server a second time (minutes; CI builds these images first).
+	# A cgo binary links the host's C library dynamically, so the image gets
+	# the host's copies of the libraries it names (ldd) beside it.
+	timed "go build longhaul" bash -c 'cd "$1" && go build -ldflags="-s -w" -o "$2/longhaul" ./cmd/longhaul' _ "$repo_root" "$ctx"
+	mkdir -p "$ctx/libs"
+	local lib
+	for lib in $(ldd "$ctx/longhaul" 2>/dev/null | grep -o '/[^ ]*' || true); do
+		cp --parents -L "$lib" "$ctx/libs/"
+	done
+	# cgo's os/user asks the C library, which reads /etc/passwd: the user the
+	# image runs as must be in it (the Temporal server looks itself up).
+	if [[ -n $(ls -A "$ctx/libs") ]]; then
+		mkdir -p "$ctx/libs/etc"
+		printf 'root:x:0:0:root:/root:/sbin/nologin\nlonghaul:x:65532:65532:longhaul:/data:/sbin/nologin\n' >"$ctx/libs/etc/passwd"
+		printf 'root:x:0:\nlonghaul:x:65532:\n' >"$ctx/libs/etc/group"
+	fi
 	# The Dockerfile's runtime stage, unchanged, after a build stage that
-	# holds what the real one produces.
+	# holds what the real one produces; then the libraries, if any.
 	{
 		printf 'FROM scratch AS build\nCOPY longhaul /out/longhaul\nCOPY data /rootfs/data\n\n'
 		sed -n '/^FROM scratch AS runtime/,$p' "$repo_root/Dockerfile"
+		printf '\nCOPY libs/ /\n'
 	} >"$ctx/Dockerfile"
 	grep -q '^FROM scratch AS runtime' "$ctx/Dockerfile" || die "Dockerfile has no 'FROM scratch AS runtime' stage"
 	timed "docker build $LONGHAUL_IMAGE" quiet docker build -q --label "dev.longhaul.source-hash=$hash" \
