@@ -111,10 +111,16 @@ func (t *tracker) sample() counters {
 			c.dockerd, _ = procCPU(p.pid)
 		case "containerd":
 			c.containerd, _ = procCPU(p.pid)
-		case "postgres":
-			if t.provider == "local" && t.envID != "" && environHas(p.pid, "LONGHAUL_ENV_ID="+t.envID) {
+		default:
+			// The local cluster: the postmaster and its backends (their
+			// titles read "postgres: ..."), which inherit the
+			// database's marker, <env id>/postgres. The backends live as
+			// long as the target's connections, so their own counters are
+			// summed, not the postmaster's reaped children's.
+			if t.provider == "local" && t.envID != "" && strings.HasPrefix(p.name(), "postgres") &&
+				environHas(p.pid, "LONGHAUL_ENV_ID="+t.envID+"/postgres") {
 				v, _ := procCPU(p.pid)
-				c.database += v + procChildrenCPU(p.pid)
+				c.database += v
 			}
 		}
 	}
