@@ -402,3 +402,31 @@ func TestScheduleCompare(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 }
+
+// A paused schedule does not fire; unpaused, it does.
+func TestSchedulePausedDoesNotFire(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "paused-e2e"
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"@every 2s"}}, r.action(time.Second), true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	time.Sleep(5 * time.Second)
+	d, err := sc.Describe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := r.st.ListRuns(ctx, store.ListOptions{Schedule: name})
+	if err != nil || !d.Paused || d.Actions != 0 || len(rs) != 0 {
+		t.Fatalf("paused for 5 s at @every 2s: paused %v, %d actions, %d runs (%v); want none", d.Paused, d.Actions, len(rs), err)
+	}
+	if err := sc.Unpause(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, r.st, name, 1, 60*time.Second)
+	if err := sc.Pause(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+}
