@@ -77,8 +77,11 @@ const (
 // activities run there, where the target processes or containers are. A
 // worker restarted on the same host polls the same queue and takes over.
 func HostQueueName(host string) string {
-	return "longhaul-host-" + sanitizeHost(host)
+	return hostQueuePrefix + sanitizeHost(host)
 }
+
+// hostQueuePrefix starts every host queue name; the rest is the host id.
+const hostQueuePrefix = "longhaul-host-"
 
 var unsafeQueueChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
@@ -203,6 +206,9 @@ type DriveRequest struct {
 	// randomness); 0 picks a random one. Both rounds of a comparison's pair
 	// share it.
 	Seed uint64
+	// Metrics, when set, receives the driver's live metrics instead of the
+	// Driver's own set (a run whose metrics are pushed has a set of its own).
+	Metrics *metrics.Set
 }
 
 // ErrBadInput is wrapped by a Driver's error when retrying cannot help (the
@@ -280,6 +286,9 @@ type Activities struct {
 	HostTaskQueue string
 	// Metrics receives worker metrics (nil: none).
 	Metrics *metrics.Set
+	// PushURL is where drives push their run's live metrics after each
+	// window when the run names none (Overrides.PushURL); empty: no push.
+	PushURL string
 	// Logger gets a few lines per activity (nil: slog.Default()).
 	Logger *slog.Logger
 	// CheckTimeout bounds each environment check after a window.
@@ -526,6 +535,10 @@ func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResul
 type Overrides struct {
 	Duration time.Duration
 	Window   time.Duration
+	// PushURL is where the drive pushes the run's live metrics after each
+	// window (VictoriaMetrics' /api/v1/import/prometheus); empty means
+	// Activities.PushURL.
+	PushURL string `json:",omitempty"`
 }
 
 // scenario reads the run and parses its scenario, with overrides applied and

@@ -138,6 +138,8 @@ func (a *Activities) PrepareSide(ctx context.Context, in PrepareSideInput) (stor
 	if b.Ref == "" || b.Artifact != "" || a.Builder == nil {
 		return b, nil
 	}
+	stop := keepAlive(ctx, "building side "+string(in.Side))
+	defer stop()
 	built, err := a.Builder.Build(ctx, BuildRequest{ComparisonID: c.ID, Side: in.Side, Spec: s.Environment, Provider: in.Provider, Build: b})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -240,6 +242,13 @@ func (a *Activities) FinishRound(ctx context.Context, in FinishRoundInput) (stor
 	if err != nil {
 		return r, fmt.Errorf("finish round %d: read windows: %w", r.Index, err)
 	}
+	if c, err := a.Store.GetComparison(ctx, in.ComparisonID); err == nil {
+		for _, old := range c.Rounds {
+			if old.Index == r.Index && r.StartedAt.IsZero() {
+				r.StartedAt = old.StartedAt // set by StartRound
+			}
+		}
+	}
 	r.ForeignCPU = foreignCPU(ws, in.Warmup)
 	r.Disturbed = in.DisturbedAbove > 0 && r.ForeignCPU > in.DisturbedAbove
 	r.Status, r.Reason, r.EndedAt = in.Status, in.Reason, a.now()
@@ -309,6 +318,8 @@ func (a *Activities) CheckEquivalence(ctx context.Context, in EquivalenceInput) 
 	if err != nil {
 		return equivalence.Result{}, err
 	}
+	stop := keepAlive(ctx, "checking equivalence")
+	defer stop()
 	var sides [2][]equivalence.Exchange
 	for i, side := range []store.Side{store.SideA, store.SideB} {
 		b := in.A

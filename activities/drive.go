@@ -147,6 +147,11 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	defer hb.stop()
 
 	committed := a.counter("longhaul_soak_windows_total")
+	pushURL := in.Overrides.PushURL
+	if pushURL == "" {
+		pushURL = a.PushURL
+	}
+	push := newLivePush(pushURL, in.RunID, s.Name, hostID(a.hostQueue()), log)
 	failures := 0
 	maxFailures := a.CheckFailures
 	if maxFailures <= 0 {
@@ -165,6 +170,9 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			return fmt.Errorf("commit window %d: %w", w.Index, err)
 		}
 		inc(committed)
+		if push != nil {
+			push.Window(ctx, w)
+		}
 		res.Windows++
 		res.NextIndex = w.Index + 1
 		hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
@@ -196,6 +204,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	err = a.Driver.Drive(driveCtx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
 		TargetURL: route.URL, Dial: route.Dial, Scenario: s, Logger: log, Seed: driveSeed(in.Seed, first),
+		Metrics: push.Metrics(),
 	}, sink)
 	var tf errTargetFailed
 	switch {

@@ -91,3 +91,30 @@ func (a *Activities) BeginScheduled(ctx context.Context, in BeginScheduledInput)
 	a.logger().Info("scheduled run", "schedule", in.Schedule, "run", in.RunID, "ref", res.Ref, "commit", res.Commit)
 	return res, nil
 }
+
+// BeginScheduledCompareInput is a comparison a schedule just started.
+type BeginScheduledCompareInput struct {
+	Comparison store.Comparison
+	// Scenario is the YAML (Comparison leaves it out of its JSON).
+	Scenario string
+}
+
+// BeginScheduledCompare records a comparison a schedule started (with the
+// schedule's name), unless a retry finds it recorded already.
+func (a *Activities) BeginScheduledCompare(ctx context.Context, in BeginScheduledCompareInput) error {
+	c := in.Comparison
+	c.Scenario = in.Scenario
+	_, err := a.Store.GetComparison(ctx, c.ID)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("begin scheduled comparison %s: %w", c.ID, err)
+	}
+	c.Status = store.Pending
+	if err := a.Store.PutComparison(ctx, c); err != nil {
+		return fmt.Errorf("begin scheduled comparison %s: %w", c.ID, err)
+	}
+	a.logger().Info("scheduled comparison", "schedule", c.Schedule, "comparison", c.ID)
+	return nil
+}

@@ -68,6 +68,9 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 		RunID: req.RunID, Incarnation: req.Incarnation, FirstIndex: req.FirstIndex,
 		Metrics: d.Metrics, Logger: req.Logger, Seed: req.Seed,
 	}
+	if req.Metrics != nil {
+		opts.Metrics = req.Metrics
+	}
 	if req.Dial != nil {
 		opts.Dialer = driver.DialerFunc(req.Dial)
 	}

@@ -16,8 +16,7 @@ import (
 // each pair (a cold page cache), which ABBA alternates between A and B;
 // noise_round is the round-to-round noise of the metric, normal or
 // heavy-tailed (Student's t with 3 degrees of freedom, same scale) with
-// occasional unmarked foreign load spikes. The per-metric noise levels are
-// the round-to-round spreads measured on this machine (bench/compare).
+// occasional unmarked foreign load spikes.
 
 type noiseProfile struct {
 	metric string
@@ -29,10 +28,11 @@ type noiseProfile struct {
 	spikes float64
 }
 
-// profiles: noise per metric. The sigmas are at or above the spread of the
-// log-values of one build's rounds in bench/compare's A-vs-A runs on the
-// demo target (2-core VM shared with compiles), so the rates below are
-// conservative for this machine.
+// profiles: noise per metric, that of rounds on a host without much other
+// work. On this 2-core VM shared with other jobs (foreign load 65–80 % of
+// the host) bench/compare measured 2–4× these sigmas for latency,
+// throughput and CPU per request, and bench/compare/power runs this rule at
+// those: bench/compare/RESULTS.md has both.
 var profiles = []noiseProfile{
 	{metric: MetricP50Ms, sigma: 0.06},
 	{metric: MetricP95Ms, sigma: 0.08, heavy: true},

@@ -190,7 +190,9 @@ func EquivalenceLine(e equivalence.Result) string {
 			s = fmt.Sprintf("different: request %d (op %s, %s %s): %s: A %s, B %s", d.Request, d.Op, d.Method, d.Path, where, d.A, d.B)
 		}
 		return s
-	case "", equivalence.Skipped:
+	case "":
+		return "not run"
+	case equivalence.Skipped:
 		if e.Reason != "" {
 			return "skipped (" + e.Reason + ")"
 		}

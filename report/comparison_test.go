@@ -177,7 +177,8 @@ func TestEquivalenceLine(t *testing.T) {
 		want string
 	}{
 		{equivalence.Result{Status: equivalence.Identical, Requests: 200}, "identical (200 requests)"},
-		{equivalence.Result{}, "skipped"},
+		{equivalence.Result{}, "not run"},
+		{equivalence.Result{Status: equivalence.Skipped}, "skipped"},
 		{equivalence.Result{Status: equivalence.Skipped, Reason: "--equivalence off"}, "skipped (--equivalence off)"},
 		{equivalence.Result{Status: equivalence.Different, Requests: 3, FirstDifference: &equivalence.Difference{
 			Request: 3, Op: "get", Method: "GET", Path: "/items/1", What: "status", A: "200", B: "404"}},

@@ -106,7 +106,11 @@ func Write(w io.Writer, s Schedule) error {
 		what += " (" + a.File + ")"
 	}
 	row("scenario", what)
-	row("duration", a.Duration.String()+" in "+a.Window.String()+" windows")
+	if c := a.Compare; c != nil {
+		row("compare", fmt.Sprintf("A %s vs B %s, %d pairs of %s rounds in %s windows", c.A, c.B, c.Pairs, c.RoundDuration, a.Window))
+	} else {
+		row("duration", a.Duration.String()+" in "+a.Window.String()+" windows")
+	}
 	if a.Provider != "" {
 		row("provider", a.Provider)
 	}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
@@ -192,13 +194,47 @@ type Action struct {
 	TargetEnv map[string]string `json:"target_env,omitempty"`
 	FailOn    string            `json:"fail_on,omitempty"`
 	Notify    string            `json:"notify,omitempty"`
+	// Compare is set for a nightly comparison of two builds.
+	Compare *CompareAction `json:"compare,omitempty"`
+}
+
+// CompareAction is what a compare schedule compares.
+type CompareAction struct {
+	// A and B name each side: its git ref, image or env.
+	A             string        `json:"a"`
+	B             string        `json:"b"`
+	Pairs         int           `json:"pairs"`
+	RoundDuration time.Duration `json:"round_duration_ns"`
 }
 
 func actionOf(in workflows.ScheduledInput) Action {
-	return Action{
+	a := Action{
 		File: in.File, Scenario: in.Name, Duration: in.Duration, Window: in.Window, Provider: in.Provider,
 		TargetEnv: in.TargetEnv, FailOn: in.FailOn, Notify: in.Notify,
 	}
+	if c := in.Compare; c != nil {
+		a.Compare = &CompareAction{A: side(c.Record.A), B: side(c.Record.B), Pairs: c.Input.Pairs, RoundDuration: c.Input.RoundDuration}
+		a.Duration, a.Window = c.Input.RoundDuration, c.Input.Window
+	}
+	return a
+}
+
+// side names a comparison side: its ref, image and env.
+func side(b store.Build) string {
+	var parts []string
+	if b.Ref != "" {
+		parts = append(parts, b.Ref)
+	}
+	if b.Image != "" {
+		parts = append(parts, b.Image)
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.Env)) {
+		parts = append(parts, k+"="+b.Env[k])
+	}
+	if len(parts) == 0 {
+		return "the scenario's target"
+	}
+	return strings.Join(parts, " ")
 }
 
 // Firing is one action a schedule took.

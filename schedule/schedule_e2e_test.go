@@ -353,3 +353,80 @@ func writeHistory(t *testing.T, c client.Client, id, file string) {
 	}
 	t.Logf("wrote %s: %d events", path, len(h.Events))
 }
+
+// A compare schedule's firing records a comparison carrying the schedule's
+// name and runs it: its rounds are runs.
+func TestScheduleCompare(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "nightly-ab"
+	soak := r.action(2 * time.Second)
+	in := workflows.ScheduledInput{Name: "tiny", File: "tiny.yaml", Compare: &workflows.ScheduledCompare{
+		Record: store.Comparison{Name: "tiny", Status: store.Pending, Scenario: soak.Scenario, Order: workflows.OrderAB, Pairs: 1,
+			A: store.Build{Env: map[string]string{"SIDE": "a"}}, B: store.Build{Env: map[string]string{"SIDE": "b"}},
+			RoundDuration: 2 * time.Second, Window: time.Second},
+		Scenario: soak.Scenario,
+		Input:    workflows.CompareInput{Name: "tiny", Pairs: 1, Order: workflows.OrderAB, Seed: 7, RoundDuration: 2 * time.Second, Window: time.Second, DisturbedAbove: -1},
+	}}
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, in, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	d, err := sc.Describe(ctx, name)
+	if err != nil || d.Action.Compare == nil || d.Action.Compare.A != "SIDE=a" || d.Action.Compare.Pairs != 1 {
+		t.Fatalf("Describe = %+v, %v; want a compare action", d.Action, err)
+	}
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		cs, err := r.st.ListComparisons(ctx, store.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 1 && cs[0].Status.Done() {
+			c, err := r.st.GetComparison(ctx, cs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Schedule != name || c.Status != store.Completed || len(c.Rounds) != 2 {
+				t.Errorf("comparison = schedule %q, %s (%s), %d rounds; want %s, completed, 2 rounds", c.Schedule, c.Status, c.Reason, len(c.Rounds), name)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("comparisons after 90 s: %+v", cs)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// A paused schedule does not fire; unpaused, it does.
+func TestSchedulePausedDoesNotFire(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "paused-e2e"
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"@every 2s"}}, r.action(time.Second), true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	time.Sleep(5 * time.Second)
+	d, err := sc.Describe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := r.st.ListRuns(ctx, store.ListOptions{Schedule: name})
+	if err != nil || !d.Paused || d.Actions != 0 || len(rs) != 0 {
+		t.Fatalf("paused for 5 s at @every 2s: paused %v, %d actions, %d runs (%v); want none", d.Paused, d.Actions, len(rs), err)
+	}
+	if err := sc.Unpause(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitRuns(t, r.st, name, 1, 60*time.Second)
+	if err := sc.Pause(ctx, name, ""); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,14 +8,20 @@
 #                                  POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB /
 #                                  PGDATA like the official postgres image.
 #   longhaul/demo-target:latest    examples/demo-target, a static Go binary FROM scratch.
+#   longhaul/longhaul:latest       longhaul itself: the Dockerfile's runtime stage on a
+#                                  binary built here (the Dockerfile's build stage needs
+#                                  a golang image from a registry).
+#   longhaul/victoria-metrics:offline
+#                                  VictoriaMetrics from Debian's victoria-metrics package
+#                                  (debootstrap, like PostgreSQL), for docker-compose.yml.
 #
-# Usage: scripts/offline-images.sh [--force] [--refresh] [postgres|demo-target]...
+# Usage: scripts/offline-images.sh [--force] [--refresh] [postgres|demo-target|longhaul|victoria-metrics]...
 #
-# With no image named, it builds both. It is idempotent: an image that exists is
-# skipped unless what it was built from changed (this script for PostgreSQL, the
-# demo target's sources for the demo target: a label records a hash); --force rebuilds
-# the images; --refresh also runs debootstrap again instead of reusing the root
-# filesystem it left. The root filesystem and its .deb cache live outside the repository,
+# With no image named, it builds all four. It is idempotent: an image that exists is
+# skipped unless what it was built from changed (the recipe's functions in this script
+# for PostgreSQL and VictoriaMetrics, the Go sources for the demo target and longhaul:
+# a label records a hash); --force rebuilds the images; --refresh also runs debootstrap
+# again instead of reusing the root filesystems it left. The root filesystem and its .deb cache live outside the repository,
 # in $LONGHAUL_OFFLINE_CACHE (default /var/cache/longhaul-offline when writable,
 # else ${TMPDIR:-/tmp}/longhaul-offline).
 #
@@ -25,6 +31,8 @@ set -euo pipefail
 
 readonly PG_IMAGE=longhaul/postgres:15-offline
 readonly DEMO_IMAGE=longhaul/demo-target:latest
+readonly LONGHAUL_IMAGE=longhaul/longhaul:latest
+readonly VM_IMAGE=longhaul/victoria-metrics:offline
 readonly SUITE=bookworm
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,7 +41,7 @@ refresh=0
 targets=()
 
 usage() {
-	echo "usage: $0 [--force] [--refresh] [postgres|demo-target]..." >&2
+	echo "usage: $0 [--force] [--refresh] [postgres|demo-target|longhaul|victoria-metrics]..." >&2
 	exit 2
 }
 
@@ -41,12 +49,12 @@ for arg in "$@"; do
 	case "$arg" in
 	--force) force=1 ;;
 	--refresh) force=1 refresh=1 ;;
-	postgres | demo-target) targets+=("$arg") ;;
+	postgres | demo-target | longhaul | victoria-metrics) targets+=("$arg") ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "offline-images: unknown argument $arg" >&2; usage ;;
 	esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(postgres demo-target)
+[[ ${#targets[@]} -gt 0 ]] || targets=(postgres demo-target longhaul victoria-metrics)
 
 # Log lines go to fd 3 (the original stderr), so they survive the redirection
 # of a step's own output into a log file.
@@ -212,22 +220,8 @@ ensure_debootstrap() {
 }
 
 build_postgres() {
-	local rootfs=$cache_dir/postgres-rootfs debs=$cache_dir/debs mirror
-	mirror=$(debian_mirror)
-	[[ $(id -u) == 0 ]] || die "debootstrap needs root (run this script as root)"
-	ensure_debootstrap
-
-	if [[ $refresh == 1 || ! -f $rootfs/.longhaul-complete ]]; then
-		rm -rf "$rootfs"
-		mkdir -p "$rootfs" "$debs"
-		log "debootstrap $SUITE with postgresql-15 from $mirror into $rootfs"
-		timed debootstrap debootstrap --variant=minbase --include=postgresql-15 \
-			--cache-dir="$debs" "$SUITE" "$rootfs" "$mirror" >"$cache_dir/debootstrap.log" 2>&1 ||
-			{ tail -n 20 "$cache_dir/debootstrap.log" >&3; die "debootstrap failed (log: $cache_dir/debootstrap.log)"; }
-		touch "$rootfs/.longhaul-complete"
-	else
-		log "reusing root filesystem $rootfs (--refresh runs debootstrap again)"
-	fi
+	local rootfs=$cache_dir/postgres-rootfs
+	debootstrap_rootfs postgres postgresql-15 "$rootfs"
 
 	log "trimming the root filesystem"
 	# The package's own cluster (created by postgresql-common's postinst) is
@@ -262,7 +256,7 @@ build_postgres() {
 			--change "CMD [\"postgres\"]" \
 			--change "EXPOSE 5432" \
 			--message "longhaul offline PostgreSQL 15 (Debian $3)" - "$2" >/dev/null' \
-		_ "$rootfs" "$base" "$SUITE" "$(script_hash)"
+		_ "$rootfs" "$base" "$SUITE" "$(recipe_hash build_postgres write_entrypoint)"
 	printf 'FROM %s\nSTOPSIGNAL SIGINT\n' "$base" >"$cache_dir/Dockerfile.postgres"
 	timed "docker build $PG_IMAGE" quiet docker build -q -t "$PG_IMAGE" - <"$cache_dir/Dockerfile.postgres"
 	docker image rm "$base" >/dev/null
@@ -270,8 +264,107 @@ build_postgres() {
 	log "built $PG_IMAGE ($(docker image inspect -f '{{.Size}}' "$PG_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
-# script_hash identifies this script, which holds the PostgreSQL image's recipe.
-script_hash() { sha256sum "${BASH_SOURCE[0]}" | cut -c1-16; }
+# recipe_hash FUNCTION... identifies an image's recipe: the functions that build
+# it (and the suite), so an edit elsewhere in this script rebuilds nothing.
+recipe_hash() { { echo "$SUITE"; declare -f "$@" debootstrap_rootfs; } | sha256sum | cut -c1-16; }
+
+# debootstrap_rootfs NAME PACKAGE DIR makes (or reuses) a minbase root
+# filesystem with PACKAGE in DIR.
+debootstrap_rootfs() {
+	local name=$1 pkg=$2 rootfs=$3 debs=$cache_dir/debs mirror
+	mirror=$(debian_mirror)
+	[[ $(id -u) == 0 ]] || die "debootstrap needs root (run this script as root)"
+	ensure_debootstrap
+	if [[ $refresh == 1 || ! -f $rootfs/.longhaul-complete ]]; then
+		rm -rf "$rootfs"
+		mkdir -p "$rootfs" "$debs"
+		log "debootstrap $SUITE with $pkg from $mirror into $rootfs"
+		timed debootstrap debootstrap --variant=minbase --include="$pkg" \
+			--cache-dir="$debs" "$SUITE" "$rootfs" "$mirror" >"$cache_dir/debootstrap-$name.log" 2>&1 ||
+			{ tail -n 20 "$cache_dir/debootstrap-$name.log" >&3; die "debootstrap failed (log: $cache_dir/debootstrap-$name.log)"; }
+		touch "$rootfs/.longhaul-complete"
+	else
+		log "reusing root filesystem $rootfs (--refresh runs debootstrap again)"
+	fi
+}
+
+build_victoria_metrics() {
+	local rootfs=$cache_dir/victoria-metrics-rootfs old
+	debootstrap_rootfs victoria-metrics victoria-metrics "$rootfs"
+	log "trimming the root filesystem"
+	rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log \
+		"$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
+	# The data directory, owned by the user the image runs as (nobody), so
+	# a named volume on it starts out writable.
+	mkdir -p "$rootfs"/storage
+	chown 65534:65534 "$rootfs"/storage
+	old=$(docker image inspect -f '{{.Id}}' "$VM_IMAGE" 2>/dev/null || true)
+	# The entrypoint is the binary, as in VictoriaMetrics' own image, so the
+	# compose file's flags work with either.
+	timed "docker import $VM_IMAGE" bash -c '
+		tar --numeric-owner --exclude=./.longhaul-complete --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* \
+			-C "$1" -c . | docker import \
+			--change "LABEL org.opencontainers.image.title=victoria-metrics-offline dev.longhaul.offline=true dev.longhaul.source-hash=$4" \
+			--change "ENTRYPOINT [\"/usr/bin/victoria-metrics\"]" \
+			--change "CMD [\"-storageDataPath=/storage\"]" \
+			--change "USER 65534:65534" \
+			--change "WORKDIR /storage" \
+			--change "EXPOSE 8428" \
+			--message "longhaul offline VictoriaMetrics (Debian $3)" - "$2" >/dev/null' \
+		_ "$rootfs" "$VM_IMAGE" "$SUITE" "$(recipe_hash build_victoria_metrics)"
+	remove_replaced "$old" "$VM_IMAGE"
+	log "built $VM_IMAGE ($(docker image inspect -f '{{.Size}}' "$VM_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
+}
+
+# longhaul_source_hash identifies what goes into the longhaul binary and image.
+longhaul_source_hash() {
+	(cd "$repo_root" && cat go.mod go.sum Dockerfile $(git ls-files -co --exclude-standard -- '*.go' ':!:*_test.go' | sort)) |
+		sha256sum | cut -c1-16
+}
+
+build_longhaul() {
+	local hash ctx old
+	hash=$(longhaul_source_hash)
+	old=$(docker image inspect -f '{{.Id}}' "$LONGHAUL_IMAGE" 2>/dev/null || true)
+	if [[ $force == 0 ]] && up_to_date "$LONGHAUL_IMAGE" "$hash"; then
+		log "$LONGHAUL_IMAGE exists and is up to date; skipping (--force rebuilds)"
+		return
+	fi
+	ctx=$(mktemp -d "${TMPDIR:-/tmp}/longhaul-image.XXXXXX")
+	trap 'rm -rf "$ctx"' RETURN
+	mkdir -p "$ctx/data/tmp"
+	# Built as the tests build (no -trimpath, cgo as the host has it), unlike
+	# the Dockerfile's static CGO_ENABLED=0 build: either would miss the build
+	# cache that this machine's builds and tests share, and compile the
+	# Temporal server a second time (minutes; CI builds these images first).
+	# A cgo binary links the host's C library dynamically, so the image gets
+	# the host's copies of the libraries it names (ldd) beside it.
+	timed "go build longhaul" bash -c 'cd "$1" && go build -ldflags="-s -w" -o "$2/longhaul" ./cmd/longhaul' _ "$repo_root" "$ctx"
+	mkdir -p "$ctx/libs"
+	local lib
+	for lib in $(ldd "$ctx/longhaul" 2>/dev/null | grep -o '/[^ ]*' || true); do
+		cp --parents -L "$lib" "$ctx/libs/"
+	done
+	# cgo's os/user asks the C library, which reads /etc/passwd: the user the
+	# image runs as must be in it (the Temporal server looks itself up).
+	if [[ -n $(ls -A "$ctx/libs") ]]; then
+		mkdir -p "$ctx/libs/etc"
+		printf 'root:x:0:0:root:/root:/sbin/nologin\nlonghaul:x:65532:65532:longhaul:/data:/sbin/nologin\n' >"$ctx/libs/etc/passwd"
+		printf 'root:x:0:\nlonghaul:x:65532:\n' >"$ctx/libs/etc/group"
+	fi
+	# The Dockerfile's runtime stage, unchanged, after a build stage that
+	# holds what the real one produces; then the libraries, if any.
+	{
+		printf 'FROM scratch AS build\nCOPY longhaul /out/longhaul\nCOPY data /rootfs/data\n\n'
+		sed -n '/^FROM scratch AS runtime/,$p' "$repo_root/Dockerfile"
+		printf '\nCOPY libs/ /\n'
+	} >"$ctx/Dockerfile"
+	grep -q '^FROM scratch AS runtime' "$ctx/Dockerfile" || die "Dockerfile has no 'FROM scratch AS runtime' stage"
+	timed "docker build $LONGHAUL_IMAGE" quiet docker build -q --label "dev.longhaul.source-hash=$hash" \
+		-t "$LONGHAUL_IMAGE" "$ctx"
+	remove_replaced "$old" "$LONGHAUL_IMAGE"
+	log "built $LONGHAUL_IMAGE ($(docker image inspect -f '{{.Size}}' "$LONGHAUL_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
+}
 
 # up_to_date IMAGE HASH tells whether IMAGE exists with that source hash label.
 up_to_date() {
@@ -308,13 +401,21 @@ total_start=$(date +%s)
 for t in "${targets[@]}"; do
 	case "$t" in
 	postgres)
-		if [[ $force == 0 ]] && up_to_date "$PG_IMAGE" "$(script_hash)"; then
+		if [[ $force == 0 ]] && up_to_date "$PG_IMAGE" "$(recipe_hash build_postgres write_entrypoint)"; then
 			log "$PG_IMAGE exists and is up to date; skipping (--force rebuilds)"
 		else
 			build_postgres
 		fi
 		;;
+	victoria-metrics)
+		if [[ $force == 0 ]] && up_to_date "$VM_IMAGE" "$(recipe_hash build_victoria_metrics)"; then
+			log "$VM_IMAGE exists and is up to date; skipping (--force rebuilds)"
+		else
+			build_victoria_metrics
+		fi
+		;;
 	demo-target) build_demo_target ;;
+	longhaul) build_longhaul ;;
 	esac
 done
 log "done in $(($(date +%s) - total_start)) s"

@@ -65,10 +65,13 @@ type Round struct {
 // Comparison is an interleaved comparison of two builds: its settings, its
 // rounds (each a run), the response-equivalence check and the verdicts.
 type Comparison struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"` // the scenario's name
-	Status Status `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	ID   string `json:"id"`
+	Name string `json:"name"` // the scenario's name
+	// Schedule is the schedule that started the comparison ("" for one
+	// started by hand).
+	Schedule string `json:"schedule,omitempty"`
+	Status   Status `json:"status"`
+	Reason   string `json:"reason,omitempty"`
 	// Scenario is the scenario's YAML as given, ${env:...} unresolved.
 	Scenario    string `json:"-"`
 	ScenarioDir string `json:"scenario_dir,omitempty"`

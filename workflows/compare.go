@@ -141,13 +141,21 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
+// compareHeartbeatChange: version 1 gives the host activities of a
+// comparison (PrepareSide, CheckEquivalence) a heartbeat timeout and a
+// third attempt, so a task lost on its way to a worker, or with a worker
+// killed, is retried within ProvisionHeartbeatTimeout instead of waiting
+// out the 30-minute start-to-close timeout.
+const compareHeartbeatChange = "compare-heartbeat"
+
 // comparison is one CompareWorkflow execution's state.
 type comparison struct {
-	in     CompareInput
-	host   string
-	builds map[store.Side]store.Build
-	rounds []store.Round // as they finished, superseded ones marked
-	res    CompareResult
+	heartbeat bool // compareHeartbeatChange ≥ 1
+	in        CompareInput
+	host      string
+	builds    map[store.Side]store.Build
+	rounds    []store.Round // as they finished, superseded ones marked
+	res       CompareResult
 }
 
 // CompareWorkflow runs an interleaved comparison of two builds on one host:
@@ -175,16 +183,22 @@ func (c *comparison) general(ctx workflow.Context) workflow.Context {
 }
 
 func (c *comparison) onHost(ctx workflow.Context, timeout time.Duration) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	opts := workflow.ActivityOptions{
 		TaskQueue:           c.host,
 		StartToCloseTimeout: timeout,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 2,
 			NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
-	})
+	}
+	if c.heartbeat {
+		opts.HeartbeatTimeout = ProvisionHeartbeatTimeout
+		opts.RetryPolicy.MaximumAttempts = 3
+	}
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 func (c *comparison) run(ctx workflow.Context) (CompareResult, error) {
 	_ = workflow.GetVersion(ctx, "compare-steps", workflow.DefaultVersion, 1)
+	c.heartbeat = workflow.GetVersion(ctx, compareHeartbeatChange, workflow.DefaultVersion, 1) >= 1
 	var a *activities.Activities
 	in := &c.in
 	if in.Pairs <= 0 {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -323,5 +325,28 @@ func TestCompareRoundFails(t *testing.T) {
 	}
 	if c := f.comparison(t); c.Status != store.Failed || len(c.Rounds) != 3 || c.Rounds[2].Status != store.Failed {
 		t.Errorf("comparison %s, rounds %+v", c.Status, c.Rounds)
+	}
+}
+
+// TestCompareHostActivitiesHeartbeat: the comparison's host activities
+// (building a side, the equivalence check) run with a heartbeat timeout, so
+// a task lost between the server and a worker (or with a killed worker) is
+// retried within ProvisionHeartbeatTimeout, not after its 30-minute
+// start-to-close timeout.
+func TestCompareHostActivitiesHeartbeat(t *testing.T) {
+	f := newCompareFixture(t)
+	got := map[string]time.Duration{}
+	f.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if _, seen := got[info.ActivityType.Name]; !seen {
+			got[info.ActivityType.Name] = info.HeartbeatTimeout
+		}
+	})
+	if _, err := f.run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"PrepareSide", "CheckEquivalence"} {
+		if hb, ok := got[name]; !ok || hb != ProvisionHeartbeatTimeout {
+			t.Errorf("%s: heartbeat timeout %v (ran: %v), want %v", name, hb, ok, ProvisionHeartbeatTimeout)
+		}
 	}
 }

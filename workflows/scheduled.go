@@ -43,6 +43,20 @@ type ScheduledInput struct {
 	Notify string
 	// UIURL is the base URL of the browser UI, for links in notifications.
 	UIURL string
+	// Compare, when set, makes each firing a comparison of two builds
+	// (a nightly A/B) instead of a soak; the fields above other than
+	// Schedule, Cron, File and Name are then unused.
+	Compare *ScheduledCompare
+}
+
+// ScheduledCompare is a scheduled comparison: its record and workflow
+// input as `longhaul compare` would have made them, ids unset (each firing
+// gets its own).
+type ScheduledCompare struct {
+	Record store.Comparison
+	// Scenario is the YAML (Record leaves it out of JSON, hence payloads).
+	Scenario string
+	Input    CompareInput
 }
 
 // ScheduledResult is the outcome of one scheduled run.
@@ -75,6 +89,12 @@ func ScheduledSoakWorkflow(ctx workflow.Context, in ScheduledInput) (ScheduledRe
 		StartToCloseTimeout: 2 * time.Minute, // a git ls-remote of a slow remote
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
 	})
+	if in.Compare != nil {
+		// Only a compare schedule's histories have this marker (and the
+		// branch): the soak schedules' histories replay unchanged.
+		_ = workflow.GetVersion(ctx, "scheduled-compare", workflow.DefaultVersion, 1)
+		return res, scheduledCompare(ctx, general, in, res.RunID)
+	}
 	soakID := "longhaul-soak-" + res.RunID
 	var begun activities.BeginScheduledResult
 	err := workflow.ExecuteActivity(general, a.BeginScheduled, activities.BeginScheduledInput{
@@ -156,4 +176,29 @@ func notifySoak(ctx workflow.Context, in ScheduledInput, runID string) {
 	if err := workflow.ExecuteActivity(general, a.RecordNotification, rec).Get(ctx, nil); err != nil {
 		log.Error("notification not recorded", "run", runID, "error", err)
 	}
+}
+
+// scheduledCompare records a comparison with the schedule's name (id drawn
+// by the workflow) and runs it as a child workflow. Each side's git ref is
+// resolved when the comparison builds it, so each night compares the
+// then-current commits; the record holds them.
+func scheduledCompare(ctx, general workflow.Context, in ScheduledInput, id string) error {
+	var a *activities.Activities
+	rec := in.Compare.Record
+	rec.ID, rec.WorkflowID, rec.Schedule = id, "longhaul-compare-"+id, in.Schedule
+	rec.CreatedAt = workflow.Now(ctx)
+	begin := activities.BeginScheduledCompareInput{Comparison: rec, Scenario: in.Compare.Scenario}
+	if err := workflow.ExecuteActivity(general, a.BeginScheduledCompare, begin).Get(ctx, nil); err != nil {
+		return err
+	}
+	cin := in.Compare.Input
+	cin.ComparisonID = id
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          rec.WorkflowID,
+		TaskQueue:           activities.GeneralQueue,
+		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation: true,
+	})
+	var cr CompareResult
+	return workflow.ExecuteChildWorkflow(child, CompareWorkflowName, cin).Get(ctx, &cr)
 }

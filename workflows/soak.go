@@ -63,6 +63,9 @@ type SoakInput struct {
 	Seed uint64
 	// Build is a comparison side's build (nil for a plain soak).
 	Build *store.Build
+	// PushURL is where the drive pushes the run's live metrics
+	// (activities.Overrides.PushURL); empty: the worker's --push-url.
+	PushURL string `json:",omitempty"`
 	// Resume carries the state across continue-as-new; nil on a fresh start.
 	Resume *SoakState
 }
@@ -213,7 +216,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		var dr activities.DriveResult
 		err := workflow.ExecuteActivity(s.driveCtx(ctx), a.Drive, activities.DriveInput{
 			RunID: s.in.RunID, Incarnation: s.st.Incarnation, FirstIndex: s.st.NextIndex, Total: s.total,
-			Overrides: activities.Overrides{Duration: s.in.Duration, Window: s.in.Window}, Env: *s.st.Env,
+			Overrides: activities.Overrides{Duration: s.in.Duration, Window: s.in.Window, PushURL: s.in.PushURL}, Env: *s.st.Env,
 			Seed: s.in.Seed,
 		}).Get(ctx, &dr)
 		if err == nil {

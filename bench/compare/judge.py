@@ -5,6 +5,7 @@ prints RESULTS.md on stdout."""
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -18,7 +19,9 @@ METRICS = ["p50_ms", "p95_ms", "p99_ms", "rps", "cpu_us_per_request", "heap_byte
 
 def load(exp):
     out = []
-    for path in sorted(glob.glob(os.path.join(traces, exp + "-*.json")), key=lambda p: int(p.rsplit("-", 1)[1][:-5])):
+    paths = [p for p in glob.glob(os.path.join(traces, exp + "-*.json"))
+             if re.fullmatch(re.escape(exp) + r"-\d+\.json", os.path.basename(p))]
+    for path in sorted(paths, key=lambda p: int(p.rsplit("-", 1)[1][:-5])):
         code = int(open(path[:-5] + ".exit").read().strip() or -1)
         try:
             obj = json.load(open(path))
@@ -56,7 +59,7 @@ def round_sigma(v):
     return hl * math.sqrt(n) / T975.get(n - 1, 2.0) / math.sqrt(2)
 
 
-def pct(r):
+def pct_(r):
     return f"{(r - 1) * 100:+.1f} %"
 
 
@@ -153,17 +156,22 @@ def aa(exp, title):
 
 aa("aa-local", "A vs A, local provider")
 
-runs = load("burn-local")
-if runs:
+def burn(exp, pct, bar):
+    runs = load(exp)
+    if not runs:
+        return
     cal = ""
     try:
-        base, burn = open(os.path.join(traces, "calibration.txt")).read().split()
-        cal = f" A's CPU per request measured {base} µs (first A/A comparison's rounds after warm-up); B runs with DEMO_CPU_BURN_US={burn} (+15 %)."
-    except OSError:
+        base = float(open(os.path.join(traces, "calibration.txt")).read().split()[0])
+        cal = (f"A's CPU per request measured {base:.1f} µs (the first A/A comparison's rounds after warm-up);"
+               f" B runs with DEMO_CPU_BURN_US={round(base * pct / 100)} (+{pct} %).")
+    except (OSError, ValueError, IndexError):
         pass
-    w("## CPU per request +15 %, local provider")
+    first = next((o for _, o in runs if o), {})
+    plan = f"{first.get('pairs', '?')} pairs of {first.get('round_duration_s', 0):g} s rounds"
+    w(f"## CPU per request +{pct} %, local provider, {plan}" + ("" if bar else " (beside the bar)"))
     w("")
-    w(cal.strip())
+    w(cal)
     w("")
     w("| # | exit | cpu_us_per_request | B/A | 95 % CI | pairs B better | other metrics | foreign CPU |")
     w("|---|---|---|---|---|---|---|---|")
@@ -177,12 +185,19 @@ if runs:
                            if x["metric"] != "cpu_us_per_request" and x["outcome"] in ("better", "worse")) or "none better/worse"
         if v and v["outcome"] == "worse":
             ok += 1
-        ci = f"[{pct(v['ci'][0])}, {pct(v['ci'][1])}]" if v["ci"][0] > 0 else "-"
-        w(f"| {i} | {code} | {v['outcome']} | {pct(v['ratio'])} | {ci} | {v['pairs_b_better']}/{v['pairs']} | {others} | {foreign(obj) * 100:.0f} % |")
+        ci = f"[{pct_(v['ci'][0])}, {pct_(v['ci'][1])}]" if v["ci"][0] > 0 else "-"
+        reason = f" ({v['reason']})" if v.get("reason") else ""
+        w(f"| {i} | {code} | {v['outcome']}{reason} | {pct_(v['ratio'])} | {ci} | {v['pairs_b_better']}/{v['pairs']} | {others} | {foreign(obj) * 100:.0f} % |")
     w("")
     w(f"**{ok}/{len(runs)}** say worse on cpu_us_per_request.")
     w("")
-    summary.append(("CPU +15 %, local", f"{ok}/{len(runs)} worse on cpu_us_per_request"))
+    summary.append((f"CPU +{pct} %, local, {plan}" + ("" if bar else " (beside the bar)"), f"{ok}/{len(runs)} worse on cpu_us_per_request"))
+
+
+burn("burn-local", 15, True)
+burn("burn50-local", 50, False)
+for path in sorted(glob.glob(os.path.join(traces, "burn-local-p*-1.json"))):
+    burn(os.path.basename(path)[:-len("-1.json")], 15, False)
 
 runs = load("variant-local")
 if runs:

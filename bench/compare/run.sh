@@ -8,6 +8,10 @@
 #   aa-docker    A vs A, docker provider     → the same
 #   burn-local   B with DEMO_CPU_BURN_US = 15 % of A's measured CPU per request
 #                                              → worse on cpu_us_per_request
+#   burn50-local the same at +50 % (beside the bar: an effect above this
+#                machine's noise)
+#   burn-local-pN  burn-local again, meant to be run with PAIRS=N (more, shorter pairs):
+#                KEEP=1 PAIRS=10 ROUND=5s RUNS=2 EXPERIMENTS=burn-local-p10 bench/compare/run.sh
 #   variant-local  B with DEMO_RESPONSE_VARIANT=1 → equivalence different, naming op list and $.cursor
 #
 # The burn is calibrated from the first aa-local comparison's rounds (their
@@ -19,20 +23,24 @@
 #   flock /tmp/longhaul-measure.lock bench/compare/run.sh            # all, 5 each
 #   RUNS=1 EXPERIMENTS="aa-local burn-local" bench/compare/run.sh
 #
-# Writes bench/compare/RESULTS.md (and traces/, the comparison objects).
+# Writes bench/compare/RESULTS.md (and traces/, the comparison objects),
+# with the simulated accuracy of the verdict rule at the noise the A-vs-A
+# comparisons measured (bench/compare/power). KEEP=1 keeps earlier traces
+# (to add experiments to a finished run).
 # Needs: go, docker with longhaul/demo-target:latest (scripts/offline-images.sh).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo_root"
 RUNS=${RUNS:-5}
+FIRST=${FIRST:-1} # the first repetition's number (with KEEP=1, to add repetitions)
 EXPERIMENTS=${EXPERIMENTS:-"aa-local burn-local variant-local aa-docker"}
 ROUND=${ROUND:-10s}
 PAIRS=${PAIRS:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 traces=bench/compare/traces
-rm -rf "$traces"
+[[ -n "${KEEP:-}" ]] || rm -rf "$traces"
 mkdir -p "$traces"
 
 log() { printf '%s compare-bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -67,7 +75,8 @@ compare() {
 	fi
 }
 
-# calibrate: 15 % of the mean CPU µs per request of the rounds in traces/aa-local-1.json.
+# calibrate PCT: the mean CPU µs per request of the rounds in
+# traces/aa-local-1.json after warm-up, and PCT % of it.
 calibrate() {
 	local runs
 	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1]))["rounds"]))' "$traces/aa-local-1.json")
@@ -82,29 +91,34 @@ for line in sys.stdin:
         if c:
             v.append(c)
 m = sum(v) / len(v)
-print(f"{m:.1f} {round(0.15 * m)}")'
+print(f"{m:.1f} {round(float(sys.argv[1]) / 100 * m)}")' "$1"
 }
 
-burn=""
+# burn PCT: DEMO_CPU_BURN_US for +PCT %, calibrated once (traces/calibration.txt).
+burn() {
+	if [[ ! -s "$traces/calibration.txt" ]]; then
+		[[ -s "$traces/aa-local-1.json" ]] || compare aa-local 1 "$work/demo-local.yaml"
+		calibrate 100 > "$traces/calibration.txt"
+		log "A's CPU per request: $(cut -d' ' -f1 "$traces/calibration.txt") µs"
+	fi
+	python3 -c 'import sys; b = float(open(sys.argv[1]).read().split()[0]); print(round(b * float(sys.argv[2]) / 100))' \
+		"$traces/calibration.txt" "$1"
+}
+
 for exp in $EXPERIMENTS; do
-	for i in $(seq 1 "$RUNS"); do
+	for i in $(seq "$FIRST" "$((FIRST + RUNS - 1))"); do
 		case $exp in
 		aa-local) compare "$exp" "$i" "$work/demo-local.yaml" ;;
 		aa-docker) compare "$exp" "$i" "$work/demo-docker.yaml" ;;
-		burn-local)
-			if [[ -z "$burn" ]]; then
-				[[ -s "$traces/aa-local-1.json" ]] || compare aa-local 1 "$work/demo-local.yaml"
-				read -r base burn < <(calibrate)
-				log "A's CPU per request: $base µs; B burns $burn µs more (+15 %)"
-				echo "$base $burn" > "$traces/calibration.txt"
-			fi
-			compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$burn"
-			;;
+		burn-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
+		burn-local-p*) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
+		burn50-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 50)" ;;
 		variant-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env DEMO_RESPONSE_VARIANT=1 ;;
 		*) log "unknown experiment $exp"; exit 2 ;;
 		esac
 	done
 done
 
+go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
 python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS" > bench/compare/RESULTS.md
 cat bench/compare/RESULTS.md

@@ -345,8 +345,12 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if p.rec.SameBuild() {
 		kind = "A vs A (the noise floor)"
 	}
-	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %d pairs of %s rounds in %s windows, order %s (store %s)\n",
-		p.rec.ID, p.rec.Name, kind, p.rec.Pairs, p.rec.RoundDuration, p.rec.Window, p.rec.Order, svc.where)
+	pairs := "pairs"
+	if p.rec.Pairs == 1 {
+		pairs = "pair"
+	}
+	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %d %s of %s rounds in %s windows, order %s (store %s)\n",
+		p.rec.ID, p.rec.Name, kind, p.rec.Pairs, pairs, p.rec.RoundDuration, p.rec.Window, p.rec.Order, svc.where)
 	ui, err := a.startUI(st, f.uiAddr, false)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ type devFlags struct {
 	metricsAddr string
 	uiAddr      string
 	verbose     bool
+	pushURL     string
 	storeFlags
 }
 
@@ -39,6 +40,7 @@ starts again on the same data directory.`,
 	fs.IntVar(&f.port, "port", 0, "frontend port on 127.0.0.1 (default 7233, or a free port when 7233 is taken)")
 	fs.BoolVar(&f.worker, "worker", true, "also run a worker in this process (--worker=false: the server only; run 'longhaul worker' beside it)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	pushURLFlag(fs, &f.pushURL, "push each run's live metrics after every window to URL")
 	uiAddrFlag(fs, &f.uiAddr, charts.DefaultAddr, "serve the browser UI on HOST:PORT (a free port when it is taken)")
 	verboseFlag(fs, &f.verbose)
 	f.storeFlags.register(fs)
@@ -48,6 +50,9 @@ starts again on the same data directory.`,
 func (a *app) dev(ctx context.Context, f devFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return badInputf("--port %d: want 1..65535", f.port)
+	}
+	if err := checkPushURL(f.pushURL); err != nil {
+		return err
 	}
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
@@ -78,7 +83,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	}
 	workerNote := "no worker"
 	if f.worker {
-		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, lg.own)
+		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics, pushURL: f.pushURL}, lg.own)
 		if err != nil {
 			return err
 		}

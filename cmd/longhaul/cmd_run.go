@@ -38,6 +38,7 @@ type runFlags struct {
 	provider    string
 	targetEnv   []string
 	metricsAddr string
+	pushURL     string
 	uiAddr      string
 	verbose     bool
 	failOn      failOnFlag
@@ -86,6 +87,7 @@ input, 3 completed but the gate failed.`,
 	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
 	verboseFlag(fs, &f.verbose)
 	f.failOn.register(fs)
@@ -117,6 +119,9 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	var err error
 	if p.format, err = report.ParseFormat(f.format); err != nil {
 		return p, badInputf("--format: %v", err)
+	}
+	if err := checkPushURL(f.pushURL); err != nil {
+		return p, err
 	}
 	if p.failOn, err = f.failOn.severity(); err != nil {
 		return p, err
@@ -251,7 +256,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	in := workflows.SoakInput{
 		RunID: run.ID, Name: run.Name, Duration: p.duration, Window: p.window,
-		Provider: f.provider, TargetEnv: p.targetEnv,
+		Provider: f.provider, TargetEnv: p.targetEnv, PushURL: f.pushURL,
 	}
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 	if err != nil {
@@ -311,7 +316,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 	}
 	stops = append(stops, c.Close)
 	if temporal == "" {
-		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, lg.own)
+		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics}, lg.own)
 		if err != nil {
 			return nil, hostPort, stop, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,21 +105,68 @@ func scheduleErr(err error) error {
 	return err
 }
 
+// scheduleCompareFlags are create's flags for a nightly comparison
+// (--compare FILE): those of longhaul compare that a schedule keeps.
+type scheduleCompareFlags struct {
+	file string
+	cf   compareFlags
+}
+
+func (f *scheduleCompareFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.file, "compare", "", "each firing compares two builds of the scenario in this file (longhaul compare) instead of a soak")
+	fs.StringVar(&f.cf.a, "a", "", "with --compare: side A is this git ref of target.build (resolved at each firing)")
+	fs.StringVar(&f.cf.b, "b", "", "with --compare: side B is this git ref of target.build (resolved at each firing)")
+	fs.StringVar(&f.cf.aImage, "a-image", "", "with --compare: side A is this image")
+	fs.StringVar(&f.cf.bImage, "b-image", "", "with --compare: side B is this image")
+	fs.StringArrayVar(&f.cf.aEnv, "a-env", nil, "with --compare: KEY=VALUE added to side A's target environment")
+	fs.StringArrayVar(&f.cf.bEnv, "b-env", nil, "with --compare: KEY=VALUE added to side B's target environment")
+	fs.IntVar(&f.cf.pairs, "pairs", workflows.DefaultPairs, "with --compare: pairs of rounds")
+	fs.StringVar(&f.cf.order, "order", workflows.OrderABBA, "with --compare: order of each pair's rounds: abba, ab or random")
+	fs.DurationVar(&f.cf.roundDuration, "round-duration", 0, "with --compare: length of one round (default: the scenario's load.duration)")
+	fs.DurationVar(&f.cf.warmup, "warmup", 0, "with --compare: start of each round left out of its values")
+	fs.StringVar(&f.cf.equivalence, "equivalence", strconv.Itoa(workflows.DefaultEquivalenceRequests), "with --compare: requests of the response-equivalence check, or off")
+	fs.BoolVar(&f.cf.allowDiff, "allow-diff", false, "with --compare: compare the builds even when their responses differ")
+	fs.BoolVar(&f.cf.rerunDisturbed, "rerun-disturbed", false, "with --compare: rerun pairs with a disturbed round")
+	fs.StringVar(&f.cf.disturbedAbove, "disturbed-above", strconv.FormatFloat(workflows.DefaultDisturbedAbove, 'f', -1, 64), "with --compare: foreign-load share above which a round is disturbed, or off")
+}
+
+// compareInput validates --compare FILE and the compare flags as
+// `longhaul compare` does and turns them into the schedule's action.
+func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
+	cf := f.cf
+	cf.window, cf.provider, cf.format = sf.window, sf.provider, "text"
+	cf.temporal = "schedule" // ${env:...} resolve on the worker
+	p, err := a.planCompare(f.file, cf, changed)
+	if err != nil {
+		return workflows.ScheduledInput{}, err
+	}
+	abs, err := filepath.Abs(f.file)
+	if err != nil {
+		return workflows.ScheduledInput{}, badInputf("%s: %v", f.file, err)
+	}
+	return workflows.ScheduledInput{Name: p.rec.Name, File: abs, Compare: &workflows.ScheduledCompare{Record: p.rec, Scenario: p.rec.Scenario, Input: p.in}}, nil
+}
+
 func (a *app) scheduleCreateCmd() *cobra.Command {
 	var (
 		conn   scheduleConn
 		sf     scheduleSpecFlags
+		cmpf   scheduleCompareFlags
 		paused bool
 	)
 	cmd := &cobra.Command{
-		Use:   "create NAME FILE",
-		Short: "Create a schedule that soaks the scenario in FILE",
+		Use:   "create NAME (FILE | --compare FILE)",
+		Short: "Create a schedule that soaks the scenario in FILE (or compares two builds of it)",
 		Example: `  longhaul schedule create nightly --cron "0 2 * * *" --tz Europe/Berlin scenarios/demo.yaml --duration 4h
-  longhaul schedule create every-minute --cron "@every 1m" soak.yaml --duration 20s --window 2s --notify http://127.0.0.1:9000/hook`,
-		Args: cobra.ExactArgs(2),
+  longhaul schedule create every-minute --cron "@every 1m" soak.yaml --duration 20s --window 2s --notify http://127.0.0.1:9000/hook
+  longhaul schedule create nightly-ab --cron "0 3 * * *" --compare soak.yaml --a v1.4.0 --b main --round-duration 10m`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			name, file := args[0], args[1]
+			name := args[0]
+			if (cmpf.file == "") != (len(args) == 2) {
+				return badInputf("give a scenario FILE to soak, or --compare FILE (not both)")
+			}
 			if err := schedule.ValidateName(name); err != nil {
 				return badInput{err}
 			}
@@ -129,7 +177,12 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err := spec.Validate(); err != nil {
 				return badInput{err}
 			}
-			in, err := a.scheduledInput(ctx, file, sf, cmd.Flags().Changed)
+			var in workflows.ScheduledInput
+			if cmpf.file != "" {
+				in, err = a.compareInput(cmpf, sf, cmd.Flags().Changed)
+			} else {
+				in, err = a.scheduledInput(ctx, args[1], sf, cmd.Flags().Changed)
+			}
 			if err != nil {
 				return err
 			}
@@ -146,6 +199,7 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 	}
 	conn.register(cmd.Flags())
 	sf.register(cmd.Flags())
+	cmpf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&paused, "paused", false, "create it paused")
 	return cmd
 }
@@ -317,7 +371,14 @@ func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpec
 		}
 		replaced = &in
 	}
+	runFlagsChanged := false
+	for _, n := range []string{"duration", "window", "provider", "target-env", "fail-on", "notify", "ui-url"} {
+		runFlagsChanged = runFlagsChanged || changed(n)
+	}
 	ch.Action = func(in *workflows.ScheduledInput) error {
+		if in.Compare != nil && (replaced != nil || runFlagsChanged) {
+			return fmt.Errorf("%w: update changes only the spec of a compare schedule; delete it and create it again to change what it compares", schedule.ErrInvalid)
+		}
 		if replaced != nil {
 			keep := *in
 			*in = *replaced

@@ -13,6 +13,8 @@ type workerFlags struct {
 	namespace   string
 	metricsAddr string
 	verbose     bool
+	pushURL     string
+	hostID      string
 	storeFlags
 }
 
@@ -26,8 +28,9 @@ cluster: it runs soaks' workflows and the activities of environments placed on
 this host. Every worker of a cluster must share one store (--store, or
 $LONGHAUL_STORE; PostgreSQL for workers on several hosts).
 
-The host queue is longhaul-host-HOSTNAME, so a worker restarted on the same
-host takes over the environments there; $LONGHAUL_HOST_QUEUE overrides it.`,
+The host queue is longhaul-host-ID (ID: --host-id, default the hostname), so
+a worker restarted with the same host id takes over the environments there;
+$LONGHAUL_HOST_QUEUE overrides the whole queue name.`,
 		Example: `  longhaul worker --temporal temporal.internal:7233 --store postgres://longhaul@db/longhaul`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,6 +42,8 @@ host takes over the environments there; $LONGHAUL_HOST_QUEUE overrides it.`,
 	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	verboseFlag(fs, &f.verbose)
+	fs.StringVar(&f.hostID, "host-id", "", "this host's id: its queue is longhaul-host-ID and its runs record it as their host (default the hostname)")
+	pushURLFlag(fs, &f.pushURL, "push the live metrics of the runs this worker drives after every window to URL (unless the run names its own)")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -46,6 +51,9 @@ host takes over the environments there; $LONGHAUL_HOST_QUEUE overrides it.`,
 func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.temporal == "" {
 		return badInputf("--temporal HOST:PORT is required (for the embedded server use 'longhaul dev')")
+	}
+	if err := checkPushURL(f.pushURL); err != nil {
+		return err
 	}
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
@@ -62,7 +70,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, svc.metrics, lg.own)
+	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics, pushURL: f.pushURL, hostID: f.hostID}, lg.own)
 	if err != nil {
 		return err
 	}

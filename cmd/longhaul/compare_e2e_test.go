@@ -175,6 +175,9 @@ func TestCompareLocalCPUBurn(t *testing.T) {
 	}
 	st := storeOf(t, data)
 	for _, ro := range o.Rounds {
+		if ro.Seconds < 4 {
+			t.Errorf("round %d took %.1f s by its record, want its 4 s at least", ro.Index, ro.Seconds)
+		}
 		run, err := st.GetRun(context.Background(), ro.RunID)
 		if err != nil || run.Status != store.Completed {
 			t.Errorf("round %d: run %s: %v, %v", ro.Index, ro.RunID, run.Status, err)
@@ -485,5 +488,40 @@ ops:
 	if !strings.Contains(r.stdout, c.ID) || c.Pairs != 2 || c.Order != "random" || c.RoundDuration != 5*time.Second ||
 		c.B.Env["X"] != "1" || c.WorkflowID == "" || c.Provider != "local" {
 		t.Errorf("stored %+v", c)
+	}
+}
+
+// TestCompareRerunDisturbed: with a disturbed threshold of 0.01 % of the
+// host every round with any foreign load is disturbed, and
+// --rerun-disturbed reruns its pair once (the budget is --pairs): the
+// first rounds are kept, marked superseded, and the verdicts say why they
+// are inconclusive.
+func TestCompareRerunDisturbed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end comparison")
+	}
+	bin := buildDemoTarget(t)
+	file := compareScenario(t, bin)
+	r := runCompare(t, 3*time.Minute, file, "--data", t.TempDir(), "--pairs", "1", "--round-duration", "3s",
+		"--equivalence", "off", "--disturbed-above", "0.0001", "--rerun-disturbed")
+	if r.code != exitOK || r.obj.Status != store.Completed || r.obj.Equivalence.Status != "skipped" {
+		t.Fatalf("exit %d, status %s (%s), equivalence %s; stderr:\n%s", r.code, r.obj.Status, r.obj.Reason, r.obj.Equivalence.Status, r.stderr)
+	}
+	rs := r.obj.Rounds
+	if len(rs) < 2 {
+		t.Fatalf("%d rounds", len(rs))
+	}
+	if !rs[0].Disturbed && !rs[1].Disturbed {
+		// An idle host: nothing to rerun.
+		if len(rs) != 2 {
+			t.Errorf("undisturbed pair rerun: %+v", rs)
+		}
+		t.Skipf("no foreign load on this host (rounds at %.4f and %.4f)", rs[0].ForeignCPU, rs[1].ForeignCPU)
+	}
+	if len(rs) != 4 || !rs[0].Superseded || !rs[1].Superseded || rs[2].Superseded || rs[3].Superseded || rs[2].Pair != 0 {
+		t.Fatalf("rounds after a rerun: %+v", rs)
+	}
+	if v, _ := r.verdict("cpu_us_per_request"); v != "inconclusive" {
+		t.Errorf("cpu_us_per_request %s with one pair, want inconclusive", v)
 	}
 }

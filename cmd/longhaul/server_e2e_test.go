@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/url"
 	"strconv"
@@ -23,8 +24,8 @@ func startServerProc(t *testing.T, persistence string) (*proc, string) {
 // TestServerOnPostgres: two `longhaul server`s started at once on one new
 // PostgreSQL database both come up (one migrates the schema, the other
 // waits for the lock and finds it done); after both stop, a server started
-// again on it serves a soak run by a worker, with results in a PostgreSQL
-// results database.
+// again on it serves a soak run by a worker (--host-id team-host-1, which the
+// run records as its host), with results in a PostgreSQL results database.
 func TestServerOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak through longhaul server (~40 s)")
@@ -48,7 +49,7 @@ func TestServerOnPostgres(t *testing.T) {
 	s3, addr := startServerProc(t, persistence)
 	s3.waitFor("temporal server at", 2*time.Minute)
 	data := t.TempDir()
-	w := startProc(t, "worker", "--temporal", addr, "--data", data, "--store", results)
+	w := startProc(t, "worker", "--temporal", addr, "--data", data, "--store", results, "--host-id", "team-host-1")
 	w.waitFor("worker on", time.Minute)
 
 	r := startSoakRun(t, localScenario(t, 3), "--temporal", addr, "--store", results, "--format", "json")
@@ -60,7 +61,10 @@ func TestServerOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	run := onlyRun(t, st)
+	run, err := st.GetRun(context.Background(), onlyRun(t, st).ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if run.Status != store.Completed {
 		t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
 	}
@@ -69,4 +73,10 @@ func TestServerOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkWindows(t, ws, 3)
+	var env struct {
+		Host string `json:"host"`
+	}
+	if err := json.Unmarshal(run.Environment, &env); err != nil || env.Host != "team-host-1" {
+		t.Errorf("environment host %q (%v), want the worker's --host-id team-host-1", env.Host, err)
+	}
 }

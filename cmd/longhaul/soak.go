@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -70,8 +71,16 @@ func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log 
 // newSoakWorker wires the real activities (provisioner, driver, probes,
 // analysis, store) into a worker on the general and this host's queues.
 // First it sweeps the leftovers of runs that are over (sweepAtStart).
-func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, set *metrics.Set, log *slog.Logger) (*workflows.Worker, error) {
-	prov, err := provision.New("", provision.Options{DataDir: dataDir, Logger: log, Route: a.getenv(dockerRouteEnv)})
+// soakWorkerConfig is what the commands that run a worker pass to it.
+type soakWorkerConfig struct {
+	metrics *metrics.Set // worker and run metrics (nil: none)
+	pushURL string       // --push-url: where drives push live metrics
+	hostID  string       // --host-id: this host's id (default the hostname)
+}
+
+func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, wc soakWorkerConfig, log *slog.Logger) (*workflows.Worker, error) {
+	set := wc.metrics
+	prov, err := provision.New("", provision.Options{DataDir: dataDir, Logger: log, Route: a.getenv(dockerRouteEnv), Hostname: wc.hostID})
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
@@ -88,7 +97,11 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Analyzer:    activities.Findings,
 		Refs:        gitRefs{},
 		Metrics:     set,
+		PushURL:     wc.pushURL,
 		Logger:      log,
+	}
+	if wc.hostID != "" {
+		acts.HostTaskQueue = activities.HostQueueName(wc.hostID)
 	}
 	if q := a.getenv("LONGHAUL_HOST_QUEUE"); q != "" {
 		acts.HostTaskQueue = q
@@ -220,6 +233,23 @@ func fromActivityEnv(e activities.Environment) (provision.Environment, error) {
 		return out, fmt.Errorf("decode environment %s: %w", e.ID, err)
 	}
 	return out, nil
+}
+
+// pushURLFlag registers --push-url.
+func pushURLFlag(fs *pflag.FlagSet, p *string, what string) {
+	fs.StringVar(p, "push-url", "", what+" (VictoriaMetrics: http://HOST:8428/api/v1/import/prometheus)")
+}
+
+// checkPushURL validates --push-url: empty, or an http(s) URL.
+func checkPushURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return badInputf("--push-url %q: want http://HOST:PORT/api/v1/import/prometheus", s)
+	}
+	return nil
 }
 
 // discard is a logger that drops everything.
