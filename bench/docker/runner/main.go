@@ -197,7 +197,7 @@ func soak(c config, v variant, round int, stderr io.Writer) result {
 		res.Err = err.Error()
 		return res
 	}
-	tr := startTracker(v.provider, mark, cmd.Process.Pid, 500*time.Millisecond)
+	tr := startTracker(v.provider, mark, cmd.Process.Pid, data, 500*time.Millisecond)
 	var ws []windowLine
 	var rep reportLine
 	sc := bufio.NewScanner(out)

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +53,8 @@ type tracker struct {
 	// local
 	targetPID int
 	envID     string
+	dataDir   string // longhaul's --data: the environment's state is under it
+	dbPID     int    // the local cluster's postmaster
 
 	mu      sync.Mutex
 	samples []counters
@@ -56,8 +62,8 @@ type tracker struct {
 	done    chan struct{}
 }
 
-func startTracker(provider, mark string, driverPID int, every time.Duration) *tracker {
-	t := &tracker{provider: provider, mark: mark, driverPID: driverPID, stop: make(chan struct{}), done: make(chan struct{})}
+func startTracker(provider, mark string, driverPID int, dataDir string, every time.Duration) *tracker {
+	t := &tracker{provider: provider, mark: mark, driverPID: driverPID, dataDir: dataDir, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		tick := time.NewTicker(every)
@@ -112,13 +118,13 @@ func (t *tracker) sample() counters {
 		case "containerd":
 			c.containerd, _ = procCPU(p.pid)
 		default:
-			// The local cluster: the postmaster and its backends (their
-			// titles read "postgres: ..."), which inherit the
-			// database's marker, <env id>/postgres. The backends live as
-			// long as the target's connections, so their own counters are
-			// summed, not the postmaster's reaped children's.
-			if t.provider == "local" && t.envID != "" && strings.HasPrefix(p.name(), "postgres") &&
-				environHas(p.pid, "LONGHAUL_ENV_ID="+t.envID+"/postgres") {
+			// The local cluster: the postmaster (its pid from the
+			// environment's state) and its backends, whose titles read
+			// "postgres: ...". PostgreSQL writes its process titles over
+			// the environment, so /proc/PID/environ cannot name them; and
+			// the backends live as long as the target's connections, so
+			// their own counters are summed, not the reaped children's.
+			if t.dbPID > 0 && strings.HasPrefix(p.name(), "postgres") && (p.pid == t.dbPID || parentPID(p.pid) == t.dbPID) {
 				v, _ := procCPU(p.pid)
 				c.database += v
 			}
@@ -176,6 +182,9 @@ func (t *tracker) findContainers() {
 // environment it belongs to (its PostgreSQL carries the same id).
 func (t *tracker) findLocal(procs []process) {
 	if t.targetPID > 0 {
+		if t.dbPID == 0 && t.envID != "" {
+			t.dbPID = stateDatabasePID(filepath.Join(t.dataDir, "provision", t.envID, "environment.json"))
+		}
 		return
 	}
 	for _, p := range procs {
@@ -209,4 +218,43 @@ func at(samples []counters, x time.Time) (counters, bool) {
 		return fromFields(x, out), true
 	}
 	return counters{}, false
+}
+
+// stateDatabasePID reads the database's pid from a local environment's
+// state file (0 if there is none yet).
+func stateDatabasePID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var env struct {
+		Database *struct {
+			Process struct {
+				PID int `json:"pid"`
+			} `json:"process"`
+		} `json:"database"`
+	}
+	if json.Unmarshal(b, &env) != nil || env.Database == nil {
+		return 0
+	}
+	return env.Database.Process.PID
+}
+
+// parentPID is pid's parent (0 if unknown).
+func parentPID(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return 0
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
