@@ -124,6 +124,14 @@ func rates(p noiseProfile, s simSetup, n int) simRates {
 // with a 2 % order effect under ABBA.
 func TestPairedAccuracyAA(t *testing.T) {
 	n := seeds(t, 4000)
+	// The bar is 5 % on the full 4,000 seeds. Under -short (400 seeds) the
+	// observed rate scatters by ±1.1 % (one binomial standard error) around
+	// the true one, so the short run allows two standard errors more: it
+	// catches a broken rule, the full run holds the bar.
+	limit := 0.05
+	if testing.Short() {
+		limit += 2 * math.Sqrt(0.05*0.95/float64(n))
+	}
 	for _, p := range profiles {
 		for _, pairs := range []int{3, 6, 10} {
 			s := simSetup{pairs: pairs, order: "abba", orderEffect: 0.02}
@@ -131,8 +139,8 @@ func TestPairedAccuracyAA(t *testing.T) {
 			false_ := r.better + r.worse
 			t.Logf("A/A %-22s σ=%4.1f%% %2d pairs: false better %.2f%%, false worse %.2f%%, no_difference %.1f%%, inconclusive %.1f%%",
 				p.metric, 100*p.sigma, pairs, 100*r.better, 100*r.worse, 100*r.noDiff, 100*r.inconclusive)
-			if false_ > 0.05 {
-				t.Errorf("A/A %s with %d pairs: false better/worse rate %.2f%% > 5%% (%d seeds)", p.metric, pairs, 100*false_, n)
+			if false_ > limit {
+				t.Errorf("A/A %s with %d pairs: false better/worse rate %.2f%% > %.1f%% (%d seeds)", p.metric, pairs, 100*false_, 100*limit, n)
 			}
 		}
 	}
