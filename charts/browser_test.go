@@ -322,4 +322,28 @@ func TestBrowser(t *testing.T) {
 	}
 	b.screenshot("report-file")
 	b.clean("report file")
+
+	// A comparison and a schedule's history: the other pages a person opens.
+	cmp := seedComparison(t, st)
+	b.do("comparison page", chromedp.Navigate(ui.URL()+"comparisons/"+cmp), chromedp.WaitVisible(chromedp.CSS("h1")))
+	if text := value(b, "comparison text", chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "<script>alert(1)</script>") ||
+		!strings.Contains(text, "disturbed") || !strings.Contains(text, "p50_ms") {
+		t.Errorf("comparison page lacks its difference (as text), a disturbed round or the verdict: %.300q", text)
+	}
+	if n := js[int](b, "count round links", `document.querySelectorAll('a[href^="/runs/cmp-1-r"]').length`); n < 4 {
+		t.Errorf("comparison page links %d rounds, want 4", n)
+	}
+	b.screenshot("comparison")
+	b.clean("comparison page")
+
+	seedSchedule(t, st)
+	b.do("schedule page", chromedp.Navigate(ui.URL()+"schedules/nightly"), chromedp.WaitVisible(chromedp.CSS(".plot svg")))
+	if n := js[int](b, "count schedule charts", `[...document.querySelectorAll('.plot svg')].filter(s => s.querySelectorAll('path').length > 0).length`); n < 1 {
+		t.Error("schedule page draws no chart")
+	}
+	if text := value(b, "schedule text", chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "cpu_us_per_request") || !strings.Contains(text, "regression") {
+		t.Errorf("schedule page lacks the CPU change point: %.300q", text)
+	}
+	b.screenshot("schedule")
+	b.clean("schedule page")
 }

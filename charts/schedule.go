@@ -94,6 +94,16 @@ var historyColumns = []struct{ metric, unit string }{
 	{analysis.MetricCPUMicrosPerReq, "µs/request"}, {analysis.MetricHeapEndBytes, "bytes"},
 }
 
+// tickLabel is a value on a calendar chart's axis: the number alone, as the
+// chart's heading names the unit ("130 µs/request" does not fit the margin),
+// except bytes, which are scaled (KiB, MiB).
+func tickLabel(v float64, unit string) string {
+	if unit == "bytes" {
+		return fmtBytes(v)
+	}
+	return fmtNum(v)
+}
+
 func unitOf(metric string) string {
 	for _, c := range historyColumns {
 		if c.metric == metric {
@@ -198,7 +208,7 @@ func calendarChart(h history.History, m string) (template.HTML, bool) {
 	for _, v := range []float64{lo, (lo + hi) / 2, hi} {
 		y := yOf(v)
 		fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#eee"/>`, calLeft, y, calW-calRight, y)
-		fmt.Fprintf(&b, `<text x="%g" y="%.1f" font-size="11" text-anchor="end" fill="#666">%s</text>`, calLeft-6, y+4, html.EscapeString(fmtMetric(v, unit)))
+		fmt.Fprintf(&b, `<text x="%g" y="%.1f" font-size="11" text-anchor="end" fill="#666">%s</text>`, calLeft-6, y+4, html.EscapeString(tickLabel(v, unit)))
 	}
 	for _, t := range []time.Time{t0, t1} {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="11" text-anchor="middle" fill="#666">%s</text>`, xOf(t), calH-calBottom+16, t.UTC().Format("Jan 2 15:04"))
