@@ -10,7 +10,8 @@
 #   longhaul/demo-target:latest    examples/demo-target, a static Go binary FROM scratch.
 #   longhaul/longhaul:latest       longhaul itself: the Dockerfile's runtime stage on a
 #                                  binary built here (the Dockerfile's build stage needs
-#                                  a golang image from a registry).
+#                                  a golang image from a registry), with the C libraries
+#                                  that cgo build links.
 #   longhaul/victoria-metrics:offline
 #                                  VictoriaMetrics from Debian's victoria-metrics package
 #                                  (debootstrap, like PostgreSQL), for docker-compose.yml.
