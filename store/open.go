@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
@@ -39,17 +40,29 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 		s   *sqlStore
 		err error
 	)
-	if IsPostgres(dsn) {
-		s, err = openPostgres(dsn)
-	} else {
-		s, err = openSQLite(dsn)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := s.migrate(ctx); err != nil {
+	for attempt := 0; ; attempt++ {
+		if IsPostgres(dsn) {
+			s, err = openPostgres(dsn)
+		} else {
+			s, err = openSQLite(dsn)
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = s.migrate(ctx)
+		if err == nil {
+			break
+		}
 		s.Close()
-		return nil, fmt.Errorf("open store %s: %w", s.name, err)
+		// A new SQLite file opened by several processes at once: the first
+		// connection's switch to WAL takes an exclusive lock that SQLite may
+		// answer with "database is locked" at once, without waiting out the
+		// busy timeout (seen with 4 openers of a new file). Opening again
+		// finds the file in WAL mode.
+		if !isBusy(err) || attempt >= 5 || ctx.Err() != nil {
+			return nil, fmt.Errorf("open store %s: %w", s.name, err)
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 	}
 	if err := s.prepare(ctx); err != nil {
 		s.Close()
@@ -118,6 +131,13 @@ func redact(dsn string) string {
 		return "postgres://(unparsable DSN)"
 	}
 	return u.Redacted()
+}
+
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY
+// or one of its extended codes).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // isForeignKeyViolation reports whether err is a foreign-key failure of
