@@ -55,8 +55,12 @@ CREATE TABLE IF NOT EXISTS items (
 // connections refuse writes (query_only) so a bug cannot bypass the writer pool.
 func sqliteDSN(path string, readOnly bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
+	// busy_timeout first: the pragmas run in this order on every new
+	// connection, and the switch to WAL of a new file needs an exclusive lock,
+	// so without a timeout in force it fails at once ("database is locked")
+	// when a reader — longhaul's SQLite probe — holds the file for a moment.
 	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
