@@ -296,7 +296,7 @@ func TestSampleNodeOffHeap(t *testing.T) {
 		t.Errorf("external grew %d bytes, want at least 90%% of the %d retained", g, retained)
 	}
 	// Each retained Buffer keeps a small object on the V8 heap too (its
-	// handle, the array slot): seen at 8–11 % of the retained bytes. The
+	// handle, the array slot): up to 11 % of the retained bytes seen. The
 	// off-heap leak finding allows the heap a quarter of the growth; so does
 	// this check.
 	if g := *ws[len(ws)-1].Probes.HeapBytes - *ws[0].Probes.HeapBytes; g > retained/4 {
