@@ -481,17 +481,8 @@ func (a *app) finishComparison(cmp store.Comparison, format report.Format, failO
 	return nil
 }
 
-// comparisonsFlags are the flags of longhaul comparisons.
-type comparisonsFlags struct {
-	format string
-	status string
-	name   string
-	limit  int
-	storeFlags
-}
-
 func (a *app) comparisonsCmd() *cobra.Command {
-	var f comparisonsFlags
+	var f listFlags
 	cmd := &cobra.Command{
 		Use:     "comparisons",
 		Short:   "List comparisons, newest first",
@@ -501,37 +492,17 @@ func (a *app) comparisonsCmd() *cobra.Command {
 			return a.comparisons(cmd.Context(), f)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json (one comparison object per line)")
-	fs.StringVar(&f.status, "status", "", "only comparisons with this status (pending, running, completed, failed, cancelled)")
-	fs.StringVar(&f.name, "name", "", "only comparisons of the scenario with this name")
-	fs.IntVar(&f.limit, "limit", 100, "at most this many comparisons")
-	f.storeFlags.register(fs)
+	f.register(cmd.Flags(), "comparisons", "one comparison object")
 	return cmd
 }
 
-func (a *app) comparisons(ctx context.Context, f comparisonsFlags) error {
-	format, err := report.ParseFormat(f.format)
-	if err != nil {
-		return badInputf("--format: %v", err)
-	}
-	switch store.Status(f.status) {
-	case "", store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled:
-	default:
-		return badInputf("--status %q: use pending, running, completed, failed or cancelled", f.status)
-	}
-	if f.limit < 1 {
-		return badInputf("--limit must be ≥ 1, got %d", f.limit)
-	}
-	if f.store == "" {
-		f.store = a.getenv("LONGHAUL_STORE")
-	}
-	st, _, err := a.openStore(ctx, f.storeFlags)
+func (a *app) comparisons(ctx context.Context, f listFlags) error {
+	st, format, opts, err := a.openListing(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	cs, err := st.ListComparisons(ctx, store.ListOptions{Status: store.Status(f.status), Name: f.name, Limit: f.limit})
+	cs, err := st.ListComparisons(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("list comparisons: %w", err)
 	}

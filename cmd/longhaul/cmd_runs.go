@@ -6,19 +6,59 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
+// listFlags are the filters that longhaul runs and longhaul comparisons share.
+type listFlags struct {
+	format string
+	status string
+	name   string
+	limit  int
+	storeFlags
+}
+
+// register adds the shared filters; what names the listed things ("runs",
+// "comparisons").
+func (f *listFlags) register(fs *pflag.FlagSet, what, jsonLine string) {
+	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json ("+jsonLine+" per line)")
+	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (pending, running, completed, failed, cancelled)")
+	fs.StringVar(&f.name, "name", "", "only "+what+" of the scenario with this name")
+	fs.IntVar(&f.limit, "limit", 100, "at most this many "+what)
+	f.storeFlags.register(fs)
+}
+
+// openListing checks the filters and opens the store they list from.
+func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report.Format, store.ListOptions, error) {
+	format, err := report.ParseFormat(f.format)
+	if err != nil {
+		return nil, "", store.ListOptions{}, badInputf("--format: %v", err)
+	}
+	switch store.Status(f.status) {
+	case "", store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled:
+	default:
+		return nil, "", store.ListOptions{}, badInputf("--status %q: use pending, running, completed, failed or cancelled", f.status)
+	}
+	if f.limit < 1 {
+		return nil, "", store.ListOptions{}, badInputf("--limit must be ≥ 1, got %d", f.limit)
+	}
+	if f.store == "" {
+		f.store = a.getenv("LONGHAUL_STORE")
+	}
+	st, _, err := a.openStore(ctx, f.storeFlags)
+	if err != nil {
+		return nil, "", store.ListOptions{}, err
+	}
+	return st, format, store.ListOptions{Status: store.Status(f.status), Name: f.name, Limit: f.limit}, nil
+}
+
 // runsFlags are the flags of longhaul runs.
 type runsFlags struct {
-	format   string
-	status   string
-	name     string
+	listFlags
 	schedule string
-	limit    int
-	storeFlags
 }
 
 func (a *app) runsCmd() *cobra.Command {
@@ -33,37 +73,19 @@ func (a *app) runsCmd() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json (one object per line)")
-	fs.StringVar(&f.status, "status", "", "only runs with this status (pending, running, completed, failed, cancelled)")
-	fs.StringVar(&f.name, "name", "", "only runs of the scenario with this name")
+	f.listFlags.register(fs, "runs", "one object")
 	fs.StringVar(&f.schedule, "schedule", "", "only runs started by this schedule")
-	fs.IntVar(&f.limit, "limit", 100, "at most this many runs")
-	f.storeFlags.register(fs)
 	return cmd
 }
 
 func (a *app) runs(ctx context.Context, f runsFlags) error {
-	format, err := report.ParseFormat(f.format)
-	if err != nil {
-		return badInputf("--format: %v", err)
-	}
-	switch store.Status(f.status) {
-	case "", store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled:
-	default:
-		return badInputf("--status %q: use pending, running, completed, failed or cancelled", f.status)
-	}
-	if f.limit < 1 {
-		return badInputf("--limit must be ≥ 1, got %d", f.limit)
-	}
-	if f.store == "" {
-		f.store = a.getenv("LONGHAUL_STORE")
-	}
-	st, _, err := a.openStore(ctx, f.storeFlags)
+	st, format, opts, err := a.openListing(ctx, f.listFlags)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rs, err := st.ListRuns(ctx, store.ListOptions{Status: store.Status(f.status), Name: f.name, Schedule: f.schedule, Limit: f.limit})
+	opts.Schedule = f.schedule
+	rs, err := st.ListRuns(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
 	}
