@@ -71,6 +71,7 @@ func runSuite(t *testing.T, open backend) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
 		{"UpgradeFromSchema4", testUpgradeFromSchema4},
+		{"UpgradeFromSchema7", testUpgradeFromSchema7},
 		{"ListRunsPages", testListRunsPages},
 		{"Counts", testCounts},
 		{"Spans", testSpans},
