@@ -29,17 +29,17 @@ var dollarN = regexp.MustCompile(`\$(\d+)`)
 
 var (
 	sqliteDialect = dialect{
-		name:   "sqlite",
+		name:        "sqlite",
 		blob:        "BLOB",
 		docSchedule: `json_extract(doc, '$.schedule')`,
-		rebind: func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
+		rebind:      func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
 	}
 	postgresDialect = dialect{
-		name:   "postgres",
+		name:        "postgres",
 		blob:        "BYTEA",
 		docSchedule: `(doc::jsonb ->> 'schedule')`,
-		lock:   "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
-		rebind: func(q string) string { return q },
+		lock:        "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
+		rebind:      func(q string) string { return q },
 	}
 )
 
