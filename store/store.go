@@ -32,9 +32,12 @@ var ErrNotFound = errors.New("not found")
 // Status is a run's lifecycle state.
 type Status string
 
-// Run statuses. A run is pending until its environment is up, running while
-// load is driven, and ends completed, failed (with a reason) or cancelled.
+// Run statuses. A run is queued while it waits for a measurement slot on a
+// worker host (the reason says so), pending until its environment is up,
+// running while load is driven, and ends completed, failed (with a reason)
+// or cancelled.
 const (
+	Queued    Status = "queued"
 	Pending   Status = "pending"
 	Running   Status = "running"
 	Completed Status = "completed"
@@ -190,6 +193,7 @@ type Store interface {
 	Notifications(ctx context.Context, runID string) ([]Notification, error)
 
 	Comparisons
+	Slots
 
 	Close() error
 }

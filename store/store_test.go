@@ -78,6 +78,8 @@ func runSuite(t *testing.T, open backend) {
 		{"ComparisonRoundTrip", testComparisonRoundTrip},
 		{"ComparisonMissing", testComparisonMissing},
 		{"ComparisonStatusAndList", testComparisonStatusAndList},
+		{"Slots", testSlots},
+		{"SlotsConcurrentClaims", testSlotsConcurrentClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })

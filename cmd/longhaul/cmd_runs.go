@@ -38,9 +38,9 @@ func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report
 		return nil, "", store.ListOptions{}, badInputf("--format: %v", err)
 	}
 	switch store.Status(f.status) {
-	case "", store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled:
+	case "", store.Queued, store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled:
 	default:
-		return nil, "", store.ListOptions{}, badInputf("--status %q: use pending, running, completed, failed or cancelled", f.status)
+		return nil, "", store.ListOptions{}, badInputf("--status %q: use queued, pending, running, completed, failed or cancelled", f.status)
 	}
 	if f.limit < 1 {
 		return nil, "", store.ListOptions{}, badInputf("--limit must be ≥ 1, got %d", f.limit)
