@@ -183,10 +183,10 @@ func TestSameBuild(t *testing.T) {
 	}
 }
 
-// testUpgradeFromSchema7: a comparison written before comparisons.schedule
+// testUpgradeFromSchema8: a comparison written before comparisons.schedule
 // existed gets its schedule from its JSON document on upgrade, so that
 // ListComparisons finds it by schedule.
-func testUpgradeFromSchema7(t *testing.T, open backend) {
+func testUpgradeFromSchema8(t *testing.T, open backend) {
 	dsn := open(t)
 	ctx := context.Background()
 	s, err := store.Open(ctx, dsn)
@@ -205,7 +205,7 @@ func testUpgradeFromSchema7(t *testing.T, open backend) {
 		t.Fatal(err)
 	}
 	db := openSQL(t, dsn)
-	for _, q := range []string{`DROP INDEX comparisons_by_schedule`, `ALTER TABLE comparisons DROP COLUMN schedule`, `DELETE FROM schema_migrations WHERE version = 8`} {
+	for _, q := range []string{`DROP INDEX comparisons_by_schedule`, `ALTER TABLE comparisons DROP COLUMN schedule`, `DELETE FROM schema_migrations WHERE version = 9`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -20,6 +20,9 @@ type dialect struct {
 	// between processes. SQLite needs none: BEGIN IMMEDIATE already holds
 	// the database's write lock.
 	lock string
+	// slotLock, run first in a slot claim's transaction, serialises the
+	// claims of all processes (SQLite's BEGIN IMMEDIATE does it there).
+	slotLock string
 	// rebind turns the $1, $2 placeholders the queries are written with into
 	// the backend's own.
 	rebind func(string) string
@@ -39,6 +42,7 @@ var (
 		blob:        "BYTEA",
 		docSchedule: `(doc::jsonb ->> 'schedule')`,
 		lock:        "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
+		slotLock:    "SELECT pg_advisory_xact_lock(7240712450112)",
 		rebind:      func(q string) string { return q },
 	}
 )
@@ -218,7 +222,18 @@ var migrations = []migration{
 			PRIMARY KEY (run_id, seq)
 		)`,
 	}},
-	{8, "comparisons.schedule", []string{
+	{8, "slots: measurement slots held on worker hosts", []string{
+		// One row per held slot (Slot): a soak's or a comparison's, from its
+		// claim until its final status is recorded.
+		`CREATE TABLE slots (
+			holder      TEXT PRIMARY KEY,
+			host        TEXT NOT NULL,
+			workflow_id TEXT NOT NULL DEFAULT '',
+			claimed_ns  BIGINT NOT NULL
+		)`,
+		`CREATE INDEX slots_by_host ON slots (host, claimed_ns)`,
+	}},
+	{9, "comparisons.schedule", []string{
 		// The schedule that started the comparison was only in doc: a
 		// column, so that a compare schedule's history (and
 		// `comparisons --schedule`) is one indexed query. Rows written

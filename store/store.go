@@ -32,11 +32,14 @@ var ErrNotFound = errors.New("not found")
 // Status is a run's lifecycle state.
 type Status string
 
-// Run statuses. A run is pending until its environment is up, running while
-// load is driven, and ends completed, failed (with a reason) or cancelled.
-// Skipped is the record of a schedule's firing that started nothing (its
-// reason names the run that was still going): it is final from the start.
+// Run statuses. A run is queued while it waits for a measurement slot on a
+// worker host (the reason says so), pending until its environment is up,
+// running while load is driven, and ends completed, failed (with a reason)
+// or cancelled. Skipped is the record of a schedule's firing that started
+// nothing (its reason names the run that was still going): it is final
+// from the start.
 const (
+	Queued    Status = "queued"
 	Pending   Status = "pending"
 	Running   Status = "running"
 	Completed Status = "completed"
@@ -193,6 +196,7 @@ type Store interface {
 	Notifications(ctx context.Context, runID string) ([]Notification, error)
 
 	Comparisons
+	Slots
 
 	Close() error
 }

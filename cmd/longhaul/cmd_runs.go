@@ -26,7 +26,7 @@ type listFlags struct {
 // "comparisons").
 func (f *listFlags) register(fs *pflag.FlagSet, what, jsonLine string) {
 	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json ("+jsonLine+" per line)")
-	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (pending, running, completed, failed, cancelled, skipped)")
+	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (queued, pending, running, completed, failed, cancelled, skipped)")
 	fs.StringVar(&f.name, "name", "", "only "+what+" of the scenario with this name")
 	fs.StringVar(&f.schedule, "schedule", "", "only "+what+" started by this schedule")
 	fs.IntVar(&f.limit, "limit", 100, "at most this many "+what)
@@ -40,9 +40,9 @@ func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report
 		return nil, "", store.ListOptions{}, badInputf("--format: %v", err)
 	}
 	switch store.Status(f.status) {
-	case "", store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled, store.Skipped:
+	case "", store.Queued, store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled, store.Skipped:
 	default:
-		return nil, "", store.ListOptions{}, badInputf("--status %q: use pending, running, completed, failed, cancelled or skipped", f.status)
+		return nil, "", store.ListOptions{}, badInputf("--status %q: use queued, pending, running, completed, failed, cancelled or skipped", f.status)
 	}
 	if f.limit < 1 {
 		return nil, "", store.ListOptions{}, badInputf("--limit must be ≥ 1, got %d", f.limit)
