@@ -71,6 +71,7 @@ func runSuite(t *testing.T, open backend) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
 		{"UpgradeFromSchema4", testUpgradeFromSchema4},
+		{"UpgradeFromSchema8", testUpgradeFromSchema8},
 		{"ListRunsPages", testListRunsPages},
 		{"Counts", testCounts},
 		{"Spans", testSpans},
@@ -78,6 +79,8 @@ func runSuite(t *testing.T, open backend) {
 		{"ComparisonRoundTrip", testComparisonRoundTrip},
 		{"ComparisonMissing", testComparisonMissing},
 		{"ComparisonStatusAndList", testComparisonStatusAndList},
+		{"Slots", testSlots},
+		{"SlotsConcurrentClaims", testSlotsConcurrentClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, open) })
