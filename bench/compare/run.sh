@@ -37,9 +37,12 @@ FIRST=${FIRST:-1} # the first repetition's number (with KEEP=1, to add repetitio
 EXPERIMENTS=${EXPERIMENTS:-"aa-local burn-local variant-local aa-docker"}
 ROUND=${ROUND:-10s}
 PAIRS=${PAIRS:-3}
+WARMUP=${WARMUP:-2} # seconds
+DISTURBED=${DISTURBED:-off} # --disturbed-above
+RERUN=${RERUN:-}             # 1: --rerun-disturbed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-traces=bench/compare/traces
+traces=${TRACES:-bench/compare/traces}
 [[ -n "${KEEP:-}" ]] || rm -rf "$traces"
 mkdir -p "$traces"
 
@@ -51,28 +54,46 @@ if [[ -z "$lh" ]]; then
 	go build -o "$work/longhaul" ./cmd/longhaul
 	lh="$work/longhaul"
 fi
-log "building the demo target"
-CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
-sed "s|DEMO_TARGET_BIN|$work/demo-target|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
+demo=${DEMO_BIN:-}
+if [[ -z "$demo" ]]; then
+	log "building the demo target"
+	CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
+	demo="$work/demo-target"
+fi
+sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
 cp bench/compare/demo-docker.yaml "$work/demo-docker.yaml"
 
-common=(--pairs "$PAIRS" --round-duration "$ROUND" --window 1s --warmup 2s --disturbed-above off
+common=(--pairs "$PAIRS" --round-duration "$ROUND" --window 1s --warmup "${WARMUP}s" --disturbed-above "$DISTURBED"
 	--format json --ui-addr off --data "$work/data")
+[[ -z "$RERUN" ]] || common+=(--rerun-disturbed)
 
 # compare NAME I ARGS...: one comparison; its last NDJSON line goes to
 # traces/NAME-I.json, its exit code to traces/NAME-I.exit.
 compare() {
 	local name=$1 i=$2
 	shift 2
-	local start=$SECONDS code=0
+	local start=$SECONDS code=0 load0
+	load0=$(cat /proc/loadavg)
 	"$lh" compare "$@" "${common[@]}" > "$work/out.ndjson" 2> "$work/err.txt" || code=$?
 	tail -n 1 "$work/out.ndjson" > "$traces/$name-$i.json"
 	echo "$code" > "$traces/$name-$i.exit"
-	log "$name #$i: exit $code in $((SECONDS - start)) s"
+	echo "before: $load0" > "$traces/$name-$i.load"
+	echo "after: $(cat /proc/loadavg)" >> "$traces/$name-$i.load"
+	rounds "$traces/$name-$i.json" > "$traces/$name-$i.rounds.json" || true
+	log "$name #$i: exit $code in $((SECONDS - start)) s; $(python3 bench/compare/rounds-line.py "$traces/$name-$i.rounds.json" 2>/dev/null)"
 	if [[ ! -s "$traces/$name-$i.json" ]]; then
 		log "no output; stderr:"
 		cat "$work/err.txt" >&2
 	fi
+}
+
+# rounds COMPARISON.json: the per-round values and windows (rounds.py).
+rounds() {
+	local runs r
+	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1])).get("rounds") or []))' "$1" 2>/dev/null) || return 0
+	mkdir -p "$work/rounds"
+	for r in $runs; do "$lh" report "$r" --format json --data "$work/data" > "$work/rounds/$r.ndjson" 2>/dev/null || true; done
+	python3 bench/compare/rounds.py "$1" "$WARMUP" "$work/rounds"
 }
 
 # calibrate PCT: the mean CPU µs per request of the rounds in
@@ -119,6 +140,10 @@ for exp in $EXPERIMENTS; do
 	done
 done
 
-go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
-python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS" > bench/compare/RESULTS.md
-cat bench/compare/RESULTS.md
+results=bench/compare/RESULTS.md
+[[ -z "${TRACES:-}" ]] || results=$traces/RESULTS.md
+if [[ -z "${NO_POWER:-}" ]]; then
+	go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
+fi
+python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS WARMUP=${WARMUP}s DISTURBED=$DISTURBED" > "$results"
+cat "$results"
