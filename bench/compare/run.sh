@@ -8,6 +8,7 @@
 #   aa-docker    A vs A, docker provider     → the same
 #   burn-local   B with DEMO_CPU_BURN_US = 15 % of A's measured CPU per request
 #                                              → worse on cpu_us_per_request
+#   burn-docker  the same on the docker provider (calibrated from aa-docker-1)
 #   burn50-local the same at +50 % (beside the bar: an effect above this
 #                machine's noise)
 #   burn-local-pN  burn-local again, meant to be run with PAIRS=N (more, shorter pairs):
@@ -61,7 +62,7 @@ if [[ -z "$demo" ]]; then
 	demo="$work/demo-target"
 fi
 sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
-cp bench/compare/demo-docker.yaml "$work/demo-docker.yaml"
+sed "s|longhaul/demo-target:latest|${DEMO_IMAGE:-longhaul/demo-target:latest}|" bench/compare/demo-docker.yaml > "$work/demo-docker.yaml"
 
 common=(--pairs "$PAIRS" --round-duration "$ROUND" --window 1s --warmup "${WARMUP}s" --disturbed-above "$DISTURBED"
 	--format json --ui-addr off --data "$work/data")
@@ -96,11 +97,11 @@ rounds() {
 	python3 bench/compare/rounds.py "$1" "$WARMUP" "$work/rounds"
 }
 
-# calibrate PCT: the mean CPU µs per request of the rounds in
-# traces/aa-local-1.json after warm-up, and PCT % of it.
+# calibrate PCT [PROVIDER]: the mean CPU µs per request of the rounds in
+# traces/aa-PROVIDER-1.json (default local) after warm-up, and PCT % of it.
 calibrate() {
 	local runs
-	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1]))["rounds"]))' "$traces/aa-local-1.json")
+	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1]))["rounds"]))' "$traces/aa-${2:-local}-1.json")
 	for r in $runs; do "$lh" report "$r" --format json --data "$work/data"; done |
 		python3 -c '
 import json, sys
@@ -115,15 +116,18 @@ m = sum(v) / len(v)
 print(f"{m:.1f} {round(float(sys.argv[1]) / 100 * m)}")' "$1"
 }
 
-# burn PCT: DEMO_CPU_BURN_US for +PCT %, calibrated once (traces/calibration.txt).
+# burn PCT [PROVIDER]: DEMO_CPU_BURN_US for +PCT %, calibrated once per
+# provider (traces/calibration.txt for local, calibration-docker.txt).
 burn() {
-	if [[ ! -s "$traces/calibration.txt" ]]; then
-		[[ -s "$traces/aa-local-1.json" ]] || compare aa-local 1 "$work/demo-local.yaml"
-		calibrate 100 > "$traces/calibration.txt"
-		log "A's CPU per request: $(cut -d' ' -f1 "$traces/calibration.txt") µs"
+	local p=${2:-local} cal=$traces/calibration.txt
+	[[ $p == local ]] || cal=$traces/calibration-$p.txt
+	if [[ ! -s "$cal" ]]; then
+		[[ -s "$traces/aa-$p-1.json" ]] || compare "aa-$p" 1 "$work/demo-$p.yaml"
+		calibrate 100 "$p" > "$cal"
+		log "A's CPU per request ($p): $(cut -d' ' -f1 "$cal") µs"
 	fi
 	python3 -c 'import sys; b = float(open(sys.argv[1]).read().split()[0]); print(round(b * float(sys.argv[2]) / 100))' \
-		"$traces/calibration.txt" "$1"
+		"$cal" "$1"
 }
 
 for exp in $EXPERIMENTS; do
@@ -132,6 +136,7 @@ for exp in $EXPERIMENTS; do
 		aa-local) compare "$exp" "$i" "$work/demo-local.yaml" ;;
 		aa-docker) compare "$exp" "$i" "$work/demo-docker.yaml" ;;
 		burn-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
+		burn-docker) compare "$exp" "$i" "$work/demo-docker.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15 docker)" ;;
 		burn-local-p*) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
 		burn50-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 50)" ;;
 		variant-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env DEMO_RESPONSE_VARIANT=1 ;;
@@ -145,5 +150,5 @@ results=bench/compare/RESULTS.md
 if [[ -z "${NO_POWER:-}" ]]; then
 	go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
 fi
-python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS WARMUP=${WARMUP}s DISTURBED=$DISTURBED" > "$results"
+python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS WARMUP=${WARMUP}s DISTURBED=$DISTURBED${RERUN:+ RERUN=1}" > "$results"
 cat "$results"
