@@ -42,6 +42,7 @@ type runFlags struct {
 	uiAddr      string
 	verbose     bool
 	failOn      failOnFlag
+	hostWait    time.Duration
 	storeFlags
 }
 
@@ -88,6 +89,7 @@ input, 3 completed but the gate failed.`,
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
+	fs.DurationVar(&f.hostWait, "host-wait", workflows.DefaultHostWait, "how long the run waits for its host's worker to come back before it is provisioned again on another host")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
 	verboseFlag(fs, &f.verbose)
 	f.failOn.register(fs)
@@ -122,6 +124,9 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	}
 	if err := checkPushURL(f.pushURL); err != nil {
 		return p, err
+	}
+	if f.hostWait < time.Second {
+		return p, badInputf("--host-wait must be at least 1s, got %s", f.hostWait)
 	}
 	if p.failOn, err = f.failOn.severity(); err != nil {
 		return p, err
@@ -256,7 +261,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	in := workflows.SoakInput{
 		RunID: run.ID, Name: run.Name, Duration: p.duration, Window: p.window,
-		Provider: f.provider, TargetEnv: p.targetEnv, PushURL: f.pushURL,
+		Provider: f.provider, TargetEnv: p.targetEnv, PushURL: f.pushURL, HostWait: f.hostWait,
 	}
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 	if err != nil {
@@ -365,7 +370,7 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 	poll := min(max(p.window/4, 100*time.Millisecond), time.Second)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	cancelled := false
+	cancelled, saidQueued := false, false
 	for {
 		select {
 		case <-a.interrupts:
@@ -383,6 +388,15 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 		case <-tick.C:
 			if err := printNew(); err != nil {
 				return err
+			}
+			if next == 0 && !saidQueued {
+				// Before its first window a run may wait for a measurement
+				// slot: say so once, or the wait looks like a hang.
+				if r, err := st.GetRun(ctx, runID); err == nil && r.Status == store.Queued {
+					saidQueued = true
+					progress.Clear()
+					fmt.Fprintf(a.stderr, "longhaul: queued: %s\n", r.Reason)
+				}
 			}
 		case <-done:
 			if err := printNew(); err != nil {

@@ -25,7 +25,7 @@ type listFlags struct {
 // "comparisons").
 func (f *listFlags) register(fs *pflag.FlagSet, what, jsonLine string) {
 	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json ("+jsonLine+" per line)")
-	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (pending, running, completed, failed, cancelled)")
+	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (queued, pending, running, completed, failed, cancelled)")
 	fs.StringVar(&f.name, "name", "", "only "+what+" of the scenario with this name")
 	fs.IntVar(&f.limit, "limit", 100, "at most this many "+what)
 	f.storeFlags.register(fs)
