@@ -141,4 +141,3 @@ func setReading(set *metrics.Set, name string, v *float64) {
 func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
-
