@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -265,4 +266,46 @@ func writeHistory(t *testing.T, c client.Client, id, file string) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s: %d events", path, len(h.Events))
+}
+
+// TestGenerateSlotsHistory records a soak that claims a measurement slot,
+// finds the host's only slot held, waits queued until it is released, then
+// runs and releases its own (soak-slots.json):
+//
+//	go test ./cmd/longhaul -run TestGenerateSlotsHistory -args -update-histories
+func TestGenerateSlotsHistory(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("run with -update-histories to regenerate workflows/testdata/soak-slots.json")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := replayClient(ctx, t, quiet)
+	st := &activitiestest.Store{}
+	if ok, _, _ := st.ClaimSlot(ctx, store.Slot{Holder: "another-run", Host: "replay"}, 1); !ok {
+		t.Fatal("seeding the held slot failed")
+	}
+	acts := &activities.Activities{
+		Store: st, Provisioner: &activitiestest.Provisioner{}, Driver: &activitiestest.Driver{},
+		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
+	}
+	w := workflows.NewWorker(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	time.AfterFunc(4*time.Second, func() { _ = st.ReleaseSlot(context.Background(), "another-run") })
+	const id = "replay-slots"
+	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 3 * time.Second, Window: time.Second}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("soak: %v", err)
+	}
+	if !slices.Contains(st.Statuses, "queued: "+workflows.QueuedReason) {
+		t.Errorf("statuses %v: the soak was never queued", st.Statuses)
+	}
+	writeHistory(t, c, id, "soak-slots.json")
 }
