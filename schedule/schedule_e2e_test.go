@@ -490,26 +490,58 @@ func TestScheduleCompare(t *testing.T) {
 	if err := sc.Trigger(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	// Trigger again while the comparison goes: that firing is skipped, and
+	// recorded as a skipped comparison.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		cs, err := r.st.ListComparisons(ctx, store.ListOptions{})
+		cs, err := r.st.ListComparisons(ctx, store.ListOptions{Schedule: name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cs) == 1 && cs[0].Status.Done() {
-			c, err := r.st.GetComparison(ctx, cs[0].ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Schedule != name || c.Status != store.Completed || len(c.Rounds) != 2 {
-				t.Errorf("comparison = schedule %q, %s (%s), %d rounds; want %s, completed, 2 rounds", c.Schedule, c.Status, c.Reason, len(c.Rounds), name)
-			}
-			return
+		if len(cs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the triggered comparison was never recorded")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(90 * time.Second)
+	var cs []store.Comparison
+	for {
+		var err error
+		if cs, err = r.st.ListComparisons(ctx, store.ListOptions{Schedule: name}); err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 2 && cs[0].Status.Done() && cs[1].Status.Done() {
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("comparisons after 90 s: %+v", cs)
 		}
 		time.Sleep(300 * time.Millisecond)
+	}
+	skipped, ran := cs[0], cs[1] // newest first: the skip is recorded at the comparison's end
+	c, err := r.st.GetComparison(ctx, ran.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Schedule != name || c.Status != store.Completed || len(c.Rounds) != 2 || len(c.Verdicts) == 0 {
+		t.Errorf("comparison = schedule %q, %s (%s), %d rounds, %d verdicts; want %s, completed, 2 rounds, verdicts", c.Schedule, c.Status, c.Reason, len(c.Rounds), len(c.Verdicts), name)
+	}
+	if skipped.Status != store.Skipped || skipped.Schedule != name || !strings.Contains(skipped.Reason, "comparison "+ran.ID) || skipped.B.Env["SIDE"] != "b" {
+		t.Errorf("skipped firing = %+v, want a skipped comparison naming %s", skipped, ran.ID)
+	}
+	h, err := history.Build(ctx, r.st, name, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Kind != history.KindCompare || len(h.Runs) != 2 || h.Runs[0].RunID != ran.ID || h.Runs[0].Excluded ||
+		len(h.Runs[0].Values) == 0 || !h.Runs[1].Excluded || h.Runs[1].Status != store.Skipped {
+		t.Errorf("history = %s %+v; want the comparison with its ratios, then the skipped firing", h.Kind, h.Runs)
 	}
 }
 
