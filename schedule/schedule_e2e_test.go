@@ -345,8 +345,21 @@ func TestScheduleOverlapSkipsSpecFirings(t *testing.T) {
 			done = append(done, r)
 		}
 	}
-	if d.SkippedOverlap < 1 || len(skipped) != d.SkippedOverlap {
-		t.Fatalf("Temporal counts %d skipped, %d recorded (%+v); want the same, at least 1", d.SkippedOverlap, len(skipped), skipped)
+	// A firing due in the moment between a run's RecordSkipped and its
+	// workflow's end is skipped unrecorded (RecordSkipped's comment): at
+	// most one per run, and rarely (every 2 s against some milliseconds).
+	if len(skipped) < 1 || len(skipped) > d.SkippedOverlap || d.SkippedOverlap-len(skipped) > len(done) {
+		t.Fatalf("Temporal counts %d skipped, %d recorded over %d runs (%+v); want them (nearly) the same, at least 1", d.SkippedOverlap, len(skipped), len(done), skipped)
+	}
+	if len(skipped) != d.SkippedOverlap {
+		t.Logf("%d skipped firings unrecorded", d.SkippedOverlap-len(skipped))
+	}
+	seen := map[time.Time]bool{}
+	for _, s := range skipped {
+		if seen[s.CreatedAt] {
+			t.Errorf("two records of the firing at %v", s.CreatedAt)
+		}
+		seen[s.CreatedAt] = true
 	}
 	t.Logf("%d runs, %d skipped firings recorded", len(done), len(skipped))
 	ids := map[string]bool{}
