@@ -282,6 +282,9 @@ type Activities struct {
 	// Refs resolves a scheduled run's git ref when it starts (nil: the
 	// ref is built as it stands at provision and no commit is recorded).
 	Refs Refs
+	// Firings reads a schedule's firings, to record the ones it skipped
+	// (nil: they are only counted, by Temporal).
+	Firings Firings
 	// HTTPClient posts notifications (nil: http.DefaultClient).
 	HTTPClient *http.Client
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).

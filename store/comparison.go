@@ -128,7 +128,8 @@ type Comparisons interface {
 	// GetComparison returns the comparison with its rounds, or ErrNotFound.
 	GetComparison(ctx context.Context, id string) (Comparison, error)
 	// ListComparisons returns comparisons with their rounds, newest first
-	// (ListOptions.Status and Name filter; Limit 0 means 100).
+	// (ListOptions.Status, Name and Schedule filter; Limit 0 means 100,
+	// Offset pages).
 	ListComparisons(ctx context.Context, opts ListOptions) ([]Comparison, error)
 	// PutRound inserts or replaces one round (by Index) of a comparison;
 	// ErrNotFound if the comparison does not exist.

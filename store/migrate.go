@@ -13,6 +13,9 @@ import (
 type dialect struct {
 	name string
 	blob string // column type of byte strings
+	// docSchedule is the expression reading "schedule" from the JSON in a
+	// doc column (NULL when absent).
+	docSchedule string
 	// lock, run first in every migration transaction, serialises migrations
 	// between processes. SQLite needs none: BEGIN IMMEDIATE already holds
 	// the database's write lock.
@@ -29,16 +32,18 @@ var dollarN = regexp.MustCompile(`\$(\d+)`)
 
 var (
 	sqliteDialect = dialect{
-		name:   "sqlite",
-		blob:   "BLOB",
-		rebind: func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
+		name:        "sqlite",
+		blob:        "BLOB",
+		docSchedule: `json_extract(doc, '$.schedule')`,
+		rebind:      func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
 	}
 	postgresDialect = dialect{
-		name:     "postgres",
-		blob:     "BYTEA",
-		lock:     "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
-		slotLock: "SELECT pg_advisory_xact_lock(7240712450112)",
-		rebind:   func(q string) string { return q },
+		name:        "postgres",
+		blob:        "BYTEA",
+		docSchedule: `(doc::jsonb ->> 'schedule')`,
+		lock:        "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
+		slotLock:    "SELECT pg_advisory_xact_lock(7240712450112)",
+		rebind:      func(q string) string { return q },
 	}
 )
 
@@ -228,6 +233,15 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX slots_by_host ON slots (host, claimed_ns)`,
 	}},
+	{9, "comparisons.schedule", []string{
+		// The schedule that started the comparison was only in doc: a
+		// column, so that a compare schedule's history (and
+		// `comparisons --schedule`) is one indexed query. Rows written
+		// before are filled from doc ({{DOC_SCHEDULE}} reads it as JSON).
+		`ALTER TABLE comparisons ADD COLUMN schedule TEXT NOT NULL DEFAULT ''`,
+		`UPDATE comparisons SET schedule = COALESCE({{DOC_SCHEDULE}}, '')`,
+		`CREATE INDEX comparisons_by_schedule ON comparisons (schedule, created_ns DESC)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -266,7 +280,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 				return nil
 			}
 			for _, stmt := range m.stmts {
-				if _, err := tx.ExecContext(ctx, strings.ReplaceAll(stmt, "{{BLOB}}", s.d.blob)); err != nil {
+				if _, err := tx.ExecContext(ctx, strings.NewReplacer("{{BLOB}}", s.d.blob, "{{DOC_SCHEDULE}}", s.d.docSchedule).Replace(stmt)); err != nil {
 					return err
 				}
 			}

@@ -35,7 +35,9 @@ type Status string
 // Run statuses. A run is queued while it waits for a measurement slot on a
 // worker host (the reason says so), pending until its environment is up,
 // running while load is driven, and ends completed, failed (with a reason)
-// or cancelled.
+// or cancelled. Skipped is the record of a schedule's firing that started
+// nothing (its reason names the run that was still going): it is final
+// from the start.
 const (
 	Queued    Status = "queued"
 	Pending   Status = "pending"
@@ -43,10 +45,11 @@ const (
 	Completed Status = "completed"
 	Failed    Status = "failed"
 	Cancelled Status = "cancelled"
+	Skipped   Status = "skipped"
 )
 
 // Done reports whether s is a final status.
-func (s Status) Done() bool { return s == Completed || s == Failed || s == Cancelled }
+func (s Status) Done() bool { return s == Completed || s == Failed || s == Cancelled || s == Skipped }
 
 // Run is one soak (or drive) and what is known about it.
 type Run struct {
@@ -100,7 +103,7 @@ type ListOptions struct {
 	// NameContains keeps runs whose name contains it (case-insensitive).
 	NameContains string
 	Kind         string
-	// Schedule keeps the runs started by that schedule.
+	// Schedule keeps the runs (or comparisons) started by that schedule.
 	Schedule string
 	Limit    int
 	// Offset skips that many runs of the ordered list (pagination).

@@ -71,6 +71,7 @@ func runSuite(t *testing.T, open backend) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},
 		{"UpgradeFromSchema4", testUpgradeFromSchema4},
+		{"UpgradeFromSchema8", testUpgradeFromSchema8},
 		{"ListRunsPages", testListRunsPages},
 		{"Counts", testCounts},
 		{"Spans", testSpans},

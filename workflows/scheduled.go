@@ -89,6 +89,22 @@ func ScheduledSoakWorkflow(ctx workflow.Context, in ScheduledInput) (ScheduledRe
 		StartToCloseTimeout: 2 * time.Minute, // a git ls-remote of a slow remote
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
 	})
+	// Version 1 records the firings skipped while this run goes: it marks
+	// the schedule's skip count now and, when the run ends whatever its
+	// outcome, records each skip (activities.RecordSkipped says how).
+	// Histories from before have no marker and replay without both steps.
+	if workflow.GetVersion(ctx, "scheduled-skips", workflow.DefaultVersion, 1) >= 1 {
+		var mark activities.FiringMark
+		if err := workflow.ExecuteActivity(general, a.MarkFirings, activities.MarkFiringsInput{Schedule: in.Schedule}).Get(ctx, &mark); err != nil {
+			workflow.GetLogger(ctx).Warn("schedule's firings not marked", "schedule", in.Schedule, "error", err)
+		}
+		if mark.OK {
+			defer func() {
+				dctx, _ := workflow.NewDisconnectedContext(ctx)
+				recordSkipped(dctx, in, res.RunID, mark)
+			}()
+		}
+	}
 	if in.Compare != nil {
 		// Only a compare schedule's histories have this marker (and the
 		// branch): the soak schedules' histories replay unchanged.
@@ -128,6 +144,26 @@ func ScheduledSoakWorkflow(ctx workflow.Context, in ScheduledInput) (ScheduledRe
 		notifySoak(dctx, in, res.RunID)
 	}
 	return res, err
+}
+
+// recordSkipped records the firings the schedule skipped while the run
+// (or comparison) id went; a failure is logged, never the run's.
+func recordSkipped(ctx workflow.Context, in ScheduledInput, id string, mark activities.FiringMark) {
+	var a *activities.Activities
+	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	rec := activities.RecordSkippedInput{Schedule: in.Schedule, RunID: id, Name: in.Name, Mark: mark}
+	if in.Compare != nil {
+		c := in.Compare.Record
+		c.Scenario = ""
+		rec.Compare = &c
+	}
+	if err := workflow.ExecuteActivity(general, a.RecordSkipped, rec).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("skipped firings not recorded", "schedule", in.Schedule, "run", id, "error", err)
+	}
 }
 
 // Notification retries: 1 s, 2 s, 4 s … up to a minute apart, six tries.

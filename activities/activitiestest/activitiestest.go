@@ -249,12 +249,16 @@ func (s *Store) ListComparisons(_ context.Context, opts store.ListOptions) ([]st
 	s.init()
 	var out []store.Comparison
 	for _, c := range s.comps {
-		if (opts.Status == "" || c.Status == opts.Status) && (opts.Name == "" || c.Name == opts.Name) {
+		if (opts.Status == "" || c.Status == opts.Status) && (opts.Name == "" || c.Name == opts.Name) && (opts.Schedule == "" || c.Schedule == opts.Schedule) {
 			c.Rounds = slices.Clone(c.Rounds)
 			out = append(out, c)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	out = out[min(max(opts.Offset, 0), len(out)):]
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
 	return out, nil
 }
 

@@ -486,7 +486,7 @@ func (a *app) comparisonsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "comparisons",
 		Short:   "List comparisons, newest first",
-		Example: "  longhaul comparisons\n  longhaul comparisons --status completed --format json",
+		Example: "  longhaul comparisons\n  longhaul comparisons --status completed --format json\n  longhaul comparisons --schedule nightly-ab",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.comparisons(cmd.Context(), f)

@@ -20,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -97,6 +98,7 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Probes:      activities.ServerProbes(log),
 		Analyzer:    activities.Findings,
 		Refs:        gitRefs{},
+		Firings:     schedule.New(c),
 		Metrics:     set,
 		PushURL:     wc.pushURL,
 		Slots:       wc.slots,
