@@ -3,7 +3,6 @@ package schedule_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -384,7 +382,7 @@ func TestScheduleOverlapSkipsSpecFirings(t *testing.T) {
 func TestScheduleNotifiesAFailedRun(t *testing.T) {
 	r := newRigWith(t, &activitiestest.Provisioner{Fail: errors.New("no engine here")})
 	ctx := context.Background()
-	hook := newHook(t, 2)
+	hook := activitiestest.NewReceiver(t, http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusNoContent)
 	sc := schedule.New(r.c)
 	const name = "notify-e2e"
 	in := r.action(2 * time.Second)
@@ -415,12 +413,11 @@ func TestScheduleNotifiesAFailedRun(t *testing.T) {
 	if n := ns[0]; len(ns) != 1 || !n.OK || n.Attempts != 3 || n.URL != hook.URL || len(n.Events) != 1 || n.Events[0] != notify.EventFailed {
 		t.Errorf("notifications = %+v, want one delivered on attempt 3 for event failed", ns)
 	}
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
-	if len(hook.received) != 1 {
-		t.Fatalf("received %d notifications, want 1", len(hook.received))
+	got := hook.Delivered()
+	if len(got) != 1 {
+		t.Fatalf("received %d notifications, want 1", len(got))
 	}
-	p := hook.received[0]
+	p := got[0]
 	if p.Schedule != name || p.RunID != run.ID || p.Status != store.Failed || p.Reason == "" || p.URL != "http://127.0.0.1:8099/runs/"+run.ID {
 		t.Errorf("payload = %+v", p)
 	}
@@ -471,37 +468,6 @@ func (r *rig) compareAction() workflows.ScheduledInput {
 	}}
 }
 
-// hook is an httptest receiver of notifications: it answers 503 to the
-// first fail POSTs, then 204.
-type hook struct {
-	*httptest.Server
-	mu       sync.Mutex
-	tries    int
-	received []notify.Payload
-}
-
-func newHook(t *testing.T, fail int) *hook {
-	t.Helper()
-	h := &hook{}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.tries++
-		if h.tries <= fail {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		var p notify.Payload
-		if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
-			t.Error(err)
-		}
-		h.received = append(h.received, p)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
 // A compare schedule's firing records a comparison carrying the schedule's
 // name and runs it: its rounds are runs. It is clean (one pair decides
 // nothing): the schedule's --notify receiver hears nothing.
@@ -511,7 +477,7 @@ func TestScheduleCompare(t *testing.T) {
 	sc := schedule.New(r.c)
 	const name = "nightly-ab"
 	in := r.compareAction()
-	receiver := newHook(t, 0)
+	receiver := activitiestest.NewReceiver(t)
 	in.Notify = receiver.URL
 	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, in, false); err != nil {
 		t.Fatal(err)
@@ -585,10 +551,8 @@ func TestScheduleCompare(t *testing.T) {
 		t.Fatalf("the comparison's workflow: %v", err)
 	}
 	waitScheduledEnd(t, r, sc, name)
-	receiver.mu.Lock()
-	defer receiver.mu.Unlock()
-	if receiver.tries != 0 {
-		t.Errorf("%d POSTs for a clean comparison, want none: %+v", receiver.tries, receiver.received)
+	if n := receiver.Posts(); n != 0 {
+		t.Errorf("%d POSTs for a clean comparison, want none", n)
 	}
 	if ns, err := r.st.ComparisonNotifications(ctx, ran.ID); err != nil || len(ns) != 0 {
 		t.Errorf("notifications = %+v, %v; want none", ns, err)
@@ -618,7 +582,7 @@ func waitScheduledEnd(t *testing.T, r *rig, sc *schedule.Client, name string) {
 func TestScheduleNotifiesAFailedComparison(t *testing.T) {
 	r := newRigWith(t, &activitiestest.Provisioner{Fail: errors.New("no engine here")})
 	ctx := context.Background()
-	receiver := newHook(t, 1)
+	receiver := activitiestest.NewReceiver(t, http.StatusServiceUnavailable, http.StatusNoContent)
 	sc := schedule.New(r.c)
 	const name = "notify-compare-e2e"
 	in := r.compareAction()
@@ -655,12 +619,11 @@ func TestScheduleNotifiesAFailedComparison(t *testing.T) {
 	if n := ns[0]; len(ns) != 1 || !n.OK || n.Attempts != 2 || n.URL != receiver.URL || len(n.Events) != 1 || n.Events[0] != notify.EventFailed {
 		t.Errorf("notifications = %+v, want one delivered on attempt 2 for event failed", ns)
 	}
-	receiver.mu.Lock()
-	if len(receiver.received) != 1 {
-		t.Fatalf("received %d notifications, want 1", len(receiver.received))
+	got := receiver.Delivered()
+	if len(got) != 1 {
+		t.Fatalf("received %d notifications, want 1", len(got))
 	}
-	p := receiver.received[0]
-	receiver.mu.Unlock()
+	p := got[0]
 	if p.Kind != notify.KindCompare || p.Schedule != name || p.ComparisonID != c.ID || p.RunID != "" || p.Status != store.Failed || p.Reason == "" ||
 		p.URL != "http://127.0.0.1:8099/comparisons/"+c.ID || p.HistoryURL != "http://127.0.0.1:8099/schedules/"+name {
 		t.Errorf("payload = %+v", p)

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -125,33 +124,6 @@ func TestScheduledSoakRecordsARejectedNotification(t *testing.T) {
 	}
 }
 
-// hookReceiver is an httptest receiver of notifications that answers
-// status to every POST.
-type hookReceiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	posts    int
-	received []notify.Payload
-}
-
-func newHookReceiver(t *testing.T, status int) *hookReceiver {
-	t.Helper()
-	h := &hookReceiver{}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.posts++
-		var p notify.Payload
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-			t.Error(err)
-		}
-		h.received = append(h.received, p)
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
 // runScheduledCompare fires a compare schedule "nightly-ab" once, side B
 // burning cpuB times A's CPU per request, notifying hook; it returns the
 // comparison the firing recorded, the fixture and the workflow's error.
@@ -181,7 +153,7 @@ func runScheduledCompare(t *testing.T, cpuB float64, hook string) (store.Compari
 // A scheduled comparison whose B is worse on CPU per request notifies,
 // and the delivery is recorded with the comparison.
 func TestScheduledCompareNotifiesAWorseVerdict(t *testing.T) {
-	hook := newHookReceiver(t, http.StatusNoContent)
+	hook := activitiestest.NewReceiver(t)
 	c, f, err := runScheduledCompare(t, 1.15, hook.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -189,12 +161,11 @@ func TestScheduledCompareNotifiesAWorseVerdict(t *testing.T) {
 	if c.Status != store.Completed || verdict(c, analysis.MetricCPUMicrosPerReq).Outcome != analysis.Worse {
 		t.Fatalf("comparison %s, cpu verdict %+v; want completed and worse", c.Status, verdict(c, analysis.MetricCPUMicrosPerReq))
 	}
-	hook.mu.Lock()
-	defer hook.mu.Unlock()
-	if len(hook.received) != 1 {
-		t.Fatalf("received %d notifications, want 1", len(hook.received))
+	got := hook.Delivered()
+	if len(got) != 1 || hook.Posts() != 1 {
+		t.Fatalf("received %d notifications in %d POSTs, want 1", len(got), hook.Posts())
 	}
-	p := hook.received[0]
+	p := got[0]
 	if p.Kind != notify.KindCompare || p.Schedule != "nightly-ab" || p.ComparisonID != c.ID || p.Status != store.Completed ||
 		!slices.Contains(p.Events, notify.EventWorse) || p.URL != "http://ui/comparisons/"+c.ID {
 		t.Errorf("payload %+v", p)
@@ -211,7 +182,7 @@ func TestScheduledCompareNotifiesAWorseVerdict(t *testing.T) {
 // A clean scheduled comparison (no worse verdict, no failure, no change
 // point) sends nothing and records nothing.
 func TestScheduledCompareCleanDoesNotNotify(t *testing.T) {
-	hook := newHookReceiver(t, http.StatusNoContent)
+	hook := activitiestest.NewReceiver(t)
 	c, f, err := runScheduledCompare(t, 1, hook.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -224,8 +195,8 @@ func TestScheduledCompareCleanDoesNotNotify(t *testing.T) {
 			t.Fatalf("a clean comparison has a worse verdict: %s", v.Summary)
 		}
 	}
-	if hook.posts != 0 {
-		t.Errorf("%d POSTs for a clean comparison, want none: %+v", hook.posts, hook.received)
+	if n := hook.Posts(); n != 0 {
+		t.Errorf("%d POSTs for a clean comparison, want none", n)
 	}
 	if ns, _ := f.store.ComparisonNotifications(context.Background(), c.ID); len(ns) != 0 {
 		t.Errorf("notifications = %+v, want none", ns)
@@ -235,7 +206,7 @@ func TestScheduledCompareCleanDoesNotNotify(t *testing.T) {
 // A receiver that keeps failing (503) is retried with backoff; the failure
 // is recorded with the comparison, and the comparison still completes.
 func TestScheduledCompareRecordsAFailingReceiver(t *testing.T) {
-	hook := newHookReceiver(t, http.StatusServiceUnavailable)
+	hook := activitiestest.NewReceiver(t, http.StatusServiceUnavailable)
 	c, f, err := runScheduledCompare(t, 1.15, hook.URL)
 	if err != nil {
 		t.Fatalf("a failing receiver failed the scheduled comparison: %v", err)
@@ -243,8 +214,8 @@ func TestScheduledCompareRecordsAFailingReceiver(t *testing.T) {
 	if c.Status != store.Completed {
 		t.Errorf("comparison %s (%s), want completed", c.Status, c.Reason)
 	}
-	if hook.posts != notifyAttempts {
-		t.Errorf("%d POSTs, want %d (retried)", hook.posts, notifyAttempts)
+	if n := hook.Posts(); n != notifyAttempts {
+		t.Errorf("%d POSTs, want %d (retried)", n, notifyAttempts)
 	}
 	ns, _ := f.store.ComparisonNotifications(context.Background(), c.ID)
 	if len(ns) != 1 || ns[0].OK || ns[0].Attempts != notifyAttempts || ns[0].Error == "" || !slices.Contains(ns[0].Events, notify.EventWorse) {
