@@ -117,6 +117,8 @@ type Store interface {
 	PutNotification(ctx context.Context, n store.Notification) error
 	// The comparisons' part (CompareWorkflow's activities).
 	store.Comparisons
+	// The measurement slots of the worker hosts.
+	store.Slots
 }
 
 // ProvisionRequest asks for one incarnation of a run's environment.
@@ -280,10 +282,20 @@ type Activities struct {
 	// Refs resolves a scheduled run's git ref when it starts (nil: the
 	// ref is built as it stands at provision and no commit is recorded).
 	Refs Refs
+	// Firings reads a schedule's firings, to record the ones it skipped
+	// (nil: they are only counted, by Temporal).
+	Firings Firings
 	// HTTPClient posts notifications (nil: http.DefaultClient).
 	HTTPClient *http.Client
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
 	HostTaskQueue string
+	// Slots is how many soaks (or comparisons) this host drives at once
+	// (DefaultSlots when 0).
+	Slots int
+	// WorkflowRunning reports whether a workflow still runs, for taking
+	// back the slots of terminated workflows (nil: ask Temporal through the
+	// worker's client).
+	WorkflowRunning func(ctx context.Context, workflowID string) (bool, error)
 	// Metrics receives worker metrics (nil: none).
 	Metrics *metrics.Set
 	// PushURL is where drives push their run's live metrics after each

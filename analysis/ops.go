@@ -10,7 +10,8 @@ import (
 
 // OpTrend is one op's latency at the start and at the end of the analysed
 // steady-load windows: the medians of its per-window p50 and p99 over the
-// first and the last quarter of the windows that have it.
+// first and the last quarter of the windows that have it, leaving out those
+// where every other op stalled (see CollapseOptions.MaxCommonSlowdown).
 type OpTrend struct {
 	Op          string  `json:"op"`
 	P50BeforeMs float64 `json:"p50_ms_before"`
@@ -83,18 +84,10 @@ func (a *analyzer) opTrends(inc *incarnation, pos []int) []OpTrend {
 	var scaled []float64
 	for _, name := range names {
 		s := byOp[name]
-		n := len(s.p50)
-		q := quarter(n)
-		t := OpTrend{
-			Op:          name,
-			P50BeforeMs: a.medianOf(s.p50[:q]), P50AfterMs: a.medianOf(s.p50[n-q:]),
-			P99BeforeMs: a.medianOf(s.p99[:q]), P99AfterMs: a.medianOf(s.p99[n-q:]),
-		}
-		t.Ratio = ratio(t.P50AfterMs, t.P50BeforeMs)
-		t.Flat = math.Abs(t.Ratio-1) < o.FlatOpRise
-		// The op's p50 relative to the others' in the same window.
-		rel := make([]float64, 0, n)
-		t.rel = make(map[int]float64, n)
+		// The others' p50s in the same window, each scaled by its own
+		// median: the machine's common level there.
+		commons := make([]float64, len(s.at))
+		calm := 0
 		for j, k := range s.at {
 			scaled = scaled[:0]
 			for _, other := range names {
@@ -105,15 +98,38 @@ func (a *analyzer) opTrends(inc *incarnation, pos []int) []OpTrend {
 					scaled = append(scaled, v/byOp[other].median)
 				}
 			}
-			common := 1.0
+			commons[j] = 1
 			if len(scaled) > 0 {
-				common = medianInPlace(scaled)
+				commons[j] = medianInPlace(scaled)
 			}
-			if common > 0 {
-				rel = append(rel, s.p50[j]/common)
-				t.rel[pos[k]] = s.p50[j] / common
+			if commons[j] > 0 && commons[j] < o.MaxCommonSlowdown {
+				calm++
 			}
 		}
+		// Windows where every other op stalled are left out, unless too
+		// few are left (a saturated target: then none tells the ops apart).
+		keep := func(j int) bool { return commons[j] > 0 }
+		if calm >= o.MinWindows {
+			keep = func(j int) bool { return commons[j] > 0 && commons[j] < o.MaxCommonSlowdown }
+		}
+		var p50, p99, rel []float64
+		t := OpTrend{Op: name, rel: make(map[int]float64, len(s.at))}
+		for j, k := range s.at {
+			if !keep(j) {
+				continue
+			}
+			p50 = append(p50, s.p50[j])
+			p99 = append(p99, s.p99[j])
+			// The op's p50 relative to the others' in the same window.
+			rel = append(rel, s.p50[j]/commons[j])
+			t.rel[pos[k]] = s.p50[j] / commons[j]
+		}
+		n := len(p50)
+		q := quarter(n)
+		t.P50BeforeMs, t.P50AfterMs = a.medianOf(p50[:q]), a.medianOf(p50[n-q:])
+		t.P99BeforeMs, t.P99AfterMs = a.medianOf(p99[:q]), a.medianOf(p99[n-q:])
+		t.Ratio = ratio(t.P50AfterMs, t.P50BeforeMs)
+		t.Flat = math.Abs(t.Ratio-1) < o.FlatOpRise
 		if m := len(rel); m >= o.MinWindows {
 			rq := quarter(m)
 			t.Lead = ratio(a.medianOf(rel[m-rq:]), a.medianOf(rel[:rq]))

@@ -227,6 +227,15 @@ type CollapseOptions struct {
 	// MinTableRowIncrease is the least number of rows a table must gain to
 	// be blamed without rows-read statistics. Default 1,000.
 	MinTableRowIncrease float64
+	// MaxCommonSlowdown: a window in which the other ops' p50s (each scaled
+	// by its own median, as for OpTrend.Lead) are at this many times their
+	// usual values or more is left out of an op's relative trend. There the
+	// machine, not the op, sets every latency: a driver and target starved
+	// of CPU add tens to hundreds of milliseconds to every request alike,
+	// which squeezes the op's p50 relative to the others' towards 1 and
+	// hides its own slowdown. Default 3: a shared machine's window-to-window
+	// jitter moves the common level by ±10–50 %.
+	MaxCommonSlowdown float64
 }
 
 // ErrorSurgeOptions tune the error-surge detector. Requests in flight when the
@@ -337,6 +346,7 @@ func DefaultOptions() Options {
 			FlatOpRise:            0.25,
 			MinOpElasticity:       0.3,
 			MinTableRowIncrease:   1000,
+			MaxCommonSlowdown:     3,
 		},
 		ErrorSurge: ErrorSurgeOptions{
 			MinWindows:   8,
@@ -409,6 +419,7 @@ func (o Options) withDefaults() Options {
 	def(&c.FlatOpRise, dc.FlatOpRise)
 	def(&c.MinOpElasticity, dc.MinOpElasticity)
 	def(&c.MinTableRowIncrease, dc.MinTableRowIncrease)
+	def(&c.MaxCommonSlowdown, dc.MaxCommonSlowdown)
 
 	e, de := &o.ErrorSurge, d.ErrorSurge
 	def(&e.MinWindows, de.MinWindows)

@@ -95,6 +95,12 @@ type model struct {
 	// more during a noisy-neighbour episode) every window.
 	offHeapPerReq float64 // bytes retained outside the heap per request (Buffers, native)
 	loopDelayRise float64 // ms the event-loop delay p99 gains, linearly, over the run; the latency tail follows
+
+	// starved is the fraction of windows in which the driver and the target
+	// are starved of CPU by other processes: every request, of every op,
+	// waits 40–280 ms more (drawn from the per-op stream). What a 2-core
+	// machine at load 30 did to real SQLite runs.
+	starved float64
 }
 
 var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
@@ -371,6 +377,16 @@ func (m model) simulate(r, ro, rm *rand.Rand, inc, firstIndex int, start time.Ti
 
 		if !m.noOps && requests > 0 {
 			w.Ops = simulateOps(ro, m, requests, meanLatMs, latNoise, rowsHist[len(rowsHist)-1-stepsPerWindow/2])
+			if m.starved > 0 && ro.Float64() < m.starved {
+				stall := 40 + 240*ro.Float64()
+				for name, st := range w.Ops {
+					st.LatencyMs.P50 += stall * (1 + 0.1*ro.NormFloat64())
+					st.LatencyMs.P99 += 2 * stall
+					w.Ops[name] = st
+				}
+				w.LatencyMs.P50 += stall
+				w.LatencyMs.P99 += 2 * stall
+			}
 		}
 		if m.sqlite {
 			w.Probes.SQLite = &window.SQLite{FileBytes: int64(4096 + 320*rows), Tables: []window.SQLiteTable{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/history"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // ScheduleSummary is a schedule as the schedules page lists it.
@@ -59,8 +60,14 @@ type scheduleView struct {
 	Name    string
 	RunsURL string
 	H       history.History
-	Rows    []historyRow
-	Charts  []scheduleChart
+	// Compare is set for a compare schedule: rows are comparisons, values
+	// B/A ratios; Heads are then the ratio columns' headings.
+	Compare bool
+	Heads   []string
+	// Row names a row ("run" or "comparison").
+	Row    string
+	Rows   []historyRow
+	Charts []scheduleChart
 	// Points are the change points, described.
 	Points []pointView
 }
@@ -113,9 +120,24 @@ func unitOf(metric string) string {
 	return metricUnits[metric]
 }
 
+// historyStore is the store as history reads it; a store without
+// comparisons has none.
+type historyStore struct{ Reader }
+
+func (h historyStore) ListComparisons(ctx context.Context, opts store.ListOptions) ([]store.Comparison, error) {
+	if l, ok := h.Reader.(interface {
+		ListComparisons(context.Context, store.ListOptions) ([]store.Comparison, error)
+	}); ok {
+		return l.ListComparisons(ctx, opts)
+	}
+	return nil, nil
+}
+
+var _ history.Store = historyStore{}
+
 func (s *Server) schedulePage(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	h, err := history.Build(r.Context(), s.opts.Store, name, history.Options{})
+	h, err := history.Build(r.Context(), historyStore{s.opts.Store}, name, history.Options{})
 	if err != nil {
 		return err
 	}
@@ -125,18 +147,52 @@ func (s *Server) schedulePage(w http.ResponseWriter, r *http.Request) error {
 	return render(w, "schedule.html", buildSchedule(h))
 }
 
+// rowHref links a history row: its run, or its comparison.
+func rowHref(r history.Run) string {
+	if r.Comparison {
+		return "/comparisons/" + url.PathEscape(r.RunID)
+	}
+	return "/runs/" + url.PathEscape(r.RunID)
+}
+
+// ratioCell is a comparison's metric: "0.912 (−8.8 %) better".
+func ratioCell(r history.Run, m string) string {
+	x, ok := r.Values[m]
+	if !ok {
+		return "–"
+	}
+	out := string(r.Verdicts[m].Outcome)
+	if r.Verdicts[m].Outcome == analysis.NoDifference {
+		out = "no difference"
+	}
+	return fmt.Sprintf("%.3f (%s) %s", x, pct(x), out)
+}
+
 func buildSchedule(h history.History) scheduleView {
 	v := scheduleView{Page: page{Title: "Schedule " + h.Schedule, Nav: []navLink{{"Runs", "/"}, {"Schedules", "/schedules"}}},
-		Name: h.Schedule, H: h, RunsURL: query("/", "schedule", h.Schedule)}
-	href := func(id string) string { return "/runs/" + url.PathEscape(id) }
+		Name: h.Schedule, H: h, RunsURL: query("/", "schedule", h.Schedule), Compare: h.Kind == history.KindCompare, Row: "run"}
+	if v.Compare {
+		v.Row, v.RunsURL = "comparison", ""
+		for _, m := range h.Metrics {
+			v.Heads = append(v.Heads, m+" B/A")
+		}
+	}
+	byRun := map[string]history.Run{}
 	for i, r := range h.Runs {
-		row := historyRow{Run: r, N: i + 1, Href: href(r.RunID)}
-		for _, c := range historyColumns {
-			cell := "–"
-			if x, ok := r.Values[c.metric]; ok {
-				cell = fmtMetric(x, c.unit)
+		byRun[r.RunID] = r
+		row := historyRow{Run: r, N: i + 1, Href: rowHref(r)}
+		if v.Compare {
+			for _, m := range h.Metrics {
+				row.Cells = append(row.Cells, ratioCell(r, m))
 			}
-			row.Cells = append(row.Cells, cell)
+		} else {
+			for _, c := range historyColumns {
+				cell := "–"
+				if x, ok := r.Values[c.metric]; ok {
+					cell = fmtMetric(x, c.unit)
+				}
+				row.Cells = append(row.Cells, cell)
+			}
 		}
 		for _, sev := range []analysis.Severity{analysis.Critical, analysis.Warning, analysis.Info} {
 			if n := r.Findings[sev]; n > 0 {
@@ -146,14 +202,24 @@ func buildSchedule(h history.History) scheduleView {
 		v.Rows = append(v.Rows, row)
 	}
 	for _, p := range h.ChangePoints {
-		u := unitOf(p.Metric)
-		v.Points = append(v.Points, pointView{RunChangePoint: p, N: p.Index + 1, Href: href(p.RunID),
-			Change: fmt.Sprintf("%+.1f %%", 100*p.Change), Before: fmtMetric(p.Before, u), After: fmtMetric(p.After, u)})
+		pv := pointView{RunChangePoint: p, N: p.Index + 1, Href: rowHref(byRun[p.RunID]), Change: fmt.Sprintf("%+.1f %%", 100*p.Change)}
+		if v.Compare {
+			pv.Metric = p.Metric + " B/A"
+			pv.Before, pv.After = fmt.Sprintf("%.3f", p.Before), fmt.Sprintf("%.3f", p.After)
+		} else {
+			u := unitOf(p.Metric)
+			pv.Before, pv.After = fmtMetric(p.Before, u), fmtMetric(p.After, u)
+		}
+		v.Points = append(v.Points, pv)
 	}
 	for _, m := range h.Metrics {
 		svg, ok := calendarChart(h, m)
 		if ok {
-			v.Charts = append(v.Charts, scheduleChart{Metric: m, Unit: unitOf(m), SVG: svg})
+			unit := unitOf(m)
+			if v.Compare {
+				unit = "B/A"
+			}
+			v.Charts = append(v.Charts, scheduleChart{Metric: m, Unit: unit, SVG: svg})
 		}
 	}
 	return v
@@ -165,10 +231,11 @@ const (
 	calLeft, calRight, calTop, calBottom = 70.0, 20.0, 16.0, 34.0
 )
 
-// calendarChart draws metric m of the history: one point per run at its
-// start time, each a link to its run; change points as dashed lines with
-// their commit; runs left out of the series (failed, cancelled) as red marks
-// on the time axis. ok is false when no run has the metric.
+// calendarChart draws metric m of the history: one point per run (or
+// comparison: its B/A ratio) at its start time, each a link to its page;
+// change points as dashed lines with their commit; rows left out of the
+// series as marks on the time axis, red for failed or cancelled, grey for a
+// skipped firing. ok is false when no row has the metric.
 func calendarChart(h history.History, m string) (template.HTML, bool) {
 	var t0, t1 time.Time
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -201,6 +268,9 @@ func calendarChart(h history.History, m string) (template.HTML, bool) {
 	}
 	yOf := func(v float64) float64 { return calTop + (calH-calTop-calBottom)*(1-(v-lo)/(hi-lo)) }
 	unit := unitOf(m)
+	if h.Kind == history.KindCompare {
+		unit = "" // a ratio
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="calendar" viewBox="0 0 %g %g" role="img" aria-label="%s per run">`, calW, calH, html.EscapeString(m))
 	// Axes and the value range.
@@ -234,11 +304,18 @@ func calendarChart(h history.History, m string) (template.HTML, bool) {
 	prevX, prevY := -1.0, -1.0
 	for _, r := range h.Runs {
 		x := xOf(r.Start)
-		link := "/runs/" + url.PathEscape(r.RunID)
+		link := rowHref(r)
 		title := html.EscapeString(fmt.Sprintf("%s %s %s", r.Start.UTC().Format(time.DateTime), r.Status, r.RunID))
 		if r.Excluded {
-			fmt.Fprintf(&b, `<a href="%s"><path class="excluded" d="M%.1f %gl6 6m0 -6l-6 6" stroke="#c33" stroke-width="2"/><title>%s</title></a>`,
-				link, x-3, calH-calBottom-3, title)
+			class, color := "excluded", "#c33"
+			if r.Status == store.Skipped {
+				class, color = "excluded skipped", "#888"
+			}
+			if r.Reason != "" {
+				title += ": " + html.EscapeString(r.Reason)
+			}
+			fmt.Fprintf(&b, `<a href="%s"><path class="%s" d="M%.1f %gl6 6m0 -6l-6 6" stroke="%s" stroke-width="2"/><title>%s</title></a>`,
+				link, class, x-3, calH-calBottom-3, color, title)
 			continue
 		}
 		v, ok := r.Values[m]
@@ -255,7 +332,7 @@ func calendarChart(h history.History, m string) (template.HTML, bool) {
 			commit = " " + r.Commit[:min(10, len(r.Commit))]
 		}
 		fmt.Fprintf(&b, `<a href="%s"><circle class="run" cx="%.1f" cy="%.1f" r="4" fill="#369"/><title>%s: %s%s</title></a>`,
-			link, x, y, title, html.EscapeString(fmtMetric(v, unit)), html.EscapeString(commit))
+			link, x, y, title, html.EscapeString(strings.TrimSpace(fmtMetric(v, unit))), html.EscapeString(commit))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()), true //nolint:gosec // every interpolated string is escaped above

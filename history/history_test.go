@@ -115,12 +115,17 @@ func TestBuildFindsTheStep(t *testing.T) {
 	var j struct {
 		Type         string           `json:"type"`
 		Schedule     string           `json:"schedule"`
+		Kind         string           `json:"kind"`
+		Comparisons  []map[string]any `json:"comparisons"`
 		Runs         []map[string]any `json:"runs"`
 		Excluded     []string         `json:"excluded"`
 		ChangePoints []map[string]any `json:"change_points"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
+	}
+	if j.Kind != history.KindSoak || j.Comparisons != nil {
+		t.Errorf("JSON kind %q, comparisons %v; want soak, none", j.Kind, j.Comparisons)
 	}
 	if j.Type != "history" || j.Schedule != "nightly" || len(j.Runs) != 13 || len(j.Excluded) != 1 || j.Excluded[0] != "run-04" || len(j.ChangePoints) != 1 {
 		t.Errorf("JSON = %s", out.String())
@@ -141,7 +146,8 @@ func TestBuildFindsTheStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"history of nightly: 13 runs (1 left out of the series: failed or cancelled)", "failed*", "1 warning",
+	for _, want := range []string{"history of nightly: 13 runs (1 left out of the series: failed, cancelled or skipped)", "failed*", "1 warning",
+		"* not in the series:\n  5 run-04 failed: target stopped answering\n",
 		"cpu_us_per_request regression +29.", "from run 8 (2026-12-08 02:00Z, commit c070000000, run-07)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)

@@ -28,9 +28,11 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/store"
@@ -246,13 +248,51 @@ type Firing struct {
 
 // Client manages longhaul's schedules on one Temporal namespace.
 type Client struct {
+	c  client.Client
 	sc client.ScheduleClient
 	dc converter.DataConverter
 }
 
 // New returns a Client over c.
 func New(c client.Client) *Client {
-	return &Client{sc: c.ScheduleClient(), dc: converter.GetDefaultDataConverter()}
+	return &Client{c: c, sc: c.ScheduleClient(), dc: converter.GetDefaultDataConverter()}
+}
+
+var _ activities.Firings = (*Client)(nil)
+
+// Firings returns the schedule name's skip count and last actions, and the
+// times its spec matches in (from, to] (asked of the server only when from
+// is before to), for the records of skipped firings (activities.Firings).
+// namespace is the schedule's, which the SDK's client does not tell.
+func (c *Client) Firings(ctx context.Context, namespace, name string, from, to time.Time) (activities.FiringLog, error) {
+	var out activities.FiringLog
+	d, err := c.handle(ctx, name).Describe(ctx)
+	if err != nil {
+		return out, wrap(name, "describe", err)
+	}
+	out.SkippedOverlap = d.Info.NumActionsSkippedOverlap
+	for _, r := range d.Info.RecentActions {
+		f := activities.TakenFiring{At: r.ScheduleTime}
+		if r.StartWorkflowResult != nil {
+			f.WorkflowID = r.StartWorkflowResult.WorkflowID
+		}
+		out.Taken = append(out.Taken, f)
+	}
+	if !from.Before(to) {
+		return out, nil
+	}
+	res, err := c.c.WorkflowService().ListScheduleMatchingTimes(ctx, &workflowservice.ListScheduleMatchingTimesRequest{
+		Namespace: namespace, ScheduleId: IDPrefix + name, StartTime: timestamppb.New(from), EndTime: timestamppb.New(to),
+	})
+	if err != nil {
+		return out, wrap(name, "list matching times of", err)
+	}
+	for _, t := range res.StartTime {
+		if at := t.AsTime(); at.After(from) {
+			out.Matching = append(out.Matching, at)
+		}
+	}
+	return out, nil
 }
 
 // Create creates the schedule name. in.Schedule and in.Cron are set from

@@ -128,13 +128,17 @@ type Comparisons interface {
 	// GetComparison returns the comparison with its rounds, or ErrNotFound.
 	GetComparison(ctx context.Context, id string) (Comparison, error)
 	// ListComparisons returns comparisons with their rounds, newest first
-	// (ListOptions.Status and Name filter; Limit 0 means 100).
+	// (ListOptions.Status, Name and Schedule filter; Limit 0 means 100,
+	// Offset pages).
 	ListComparisons(ctx context.Context, opts ListOptions) ([]Comparison, error)
 	// PutRound inserts or replaces one round (by Index) of a comparison;
 	// ErrNotFound if the comparison does not exist.
 	PutRound(ctx context.Context, comparisonID string, r Round) error
 	// SetComparisonStatus records a status change, like SetStatus for runs.
 	SetComparisonStatus(ctx context.Context, id string, s Status, reason string, at time.Time) error
+	// ComparisonNotifications returns the comparison's notifications in
+	// the order they were put (PutNotification with ComparisonID).
+	ComparisonNotifications(ctx context.Context, comparisonID string) ([]Notification, error)
 	// RoundOfRun returns the comparison id and round a run belongs to, or
 	// ErrNotFound when the run is not a round of any comparison.
 	RoundOfRun(ctx context.Context, runID string) (string, Round, error)

@@ -106,6 +106,9 @@ func testComparisonStatusAndList(t *testing.T, open backend) {
 		if id == "c" {
 			c.Name = "other"
 		}
+		if id != "b" {
+			c.Schedule = "nightly-ab"
+		}
 		c.Rounds = []store.Round{{Index: 0, Side: store.SideA, Status: store.Pending}}
 		if err := s.PutComparison(ctx, c); err != nil {
 			t.Fatal(err)
@@ -136,6 +139,9 @@ func testComparisonStatusAndList(t *testing.T, open backend) {
 		{store.ListOptions{Limit: 1}, []string{"c"}},
 		{store.ListOptions{Status: store.Failed}, []string{"b"}},
 		{store.ListOptions{Name: "demo"}, []string{"b", "a"}},
+		{store.ListOptions{Schedule: "nightly-ab"}, []string{"c", "a"}},
+		{store.ListOptions{Schedule: "nightly-ab", Offset: 1}, []string{"a"}},
+		{store.ListOptions{Schedule: "nope"}, nil},
 	}
 	for _, tt := range tests {
 		cs, err := s.ListComparisons(ctx, tt.opts)
@@ -174,5 +180,42 @@ func TestSameBuild(t *testing.T) {
 		if got := (store.Comparison{A: tt.a, B: tt.b}).SameBuild(); got != tt.want {
 			t.Errorf("SameBuild(%+v, %+v) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// testUpgradeFromSchema8: a comparison written before comparisons.schedule
+// existed gets its schedule from its JSON document on upgrade, so that
+// ListComparisons finds it by schedule.
+func testUpgradeFromSchema8(t *testing.T, open backend) {
+	dsn := open(t)
+	ctx := context.Background()
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newComparison("old", t0)
+	old.Schedule = "nightly-ab"
+	hand := newComparison("hand", t0.Add(time.Minute))
+	for _, c := range []store.Comparison{old, hand} {
+		if err := s.PutComparison(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openSQL(t, dsn)
+	for _, q := range []string{`DROP INDEX comparisons_by_schedule`, `ALTER TABLE comparisons DROP COLUMN schedule`, `DELETE FROM schema_migrations WHERE version = 9`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s = openDSN(t, dsn)
+	cs, err := s.ListComparisons(ctx, store.ListOptions{Schedule: "nightly-ab"})
+	if err != nil || len(cs) != 1 || cs[0].ID != "old" || cs[0].Schedule != "nightly-ab" {
+		t.Errorf("comparisons of nightly-ab after the upgrade: %+v (%v), want old", cs, err)
+	}
+	if got, err := s.GetComparison(ctx, "hand"); err != nil || got.Schedule != "" {
+		t.Errorf("comparison started by hand after the upgrade: schedule %q (%v)", got.Schedule, err)
 	}
 }

@@ -13,10 +13,16 @@ import (
 type dialect struct {
 	name string
 	blob string // column type of byte strings
+	// docSchedule is the expression reading "schedule" from the JSON in a
+	// doc column (NULL when absent).
+	docSchedule string
 	// lock, run first in every migration transaction, serialises migrations
 	// between processes. SQLite needs none: BEGIN IMMEDIATE already holds
 	// the database's write lock.
 	lock string
+	// slotLock, run first in a slot claim's transaction, serialises the
+	// claims of all processes (SQLite's BEGIN IMMEDIATE does it there).
+	slotLock string
 	// rebind turns the $1, $2 placeholders the queries are written with into
 	// the backend's own.
 	rebind func(string) string
@@ -26,15 +32,18 @@ var dollarN = regexp.MustCompile(`\$(\d+)`)
 
 var (
 	sqliteDialect = dialect{
-		name:   "sqlite",
-		blob:   "BLOB",
-		rebind: func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
+		name:        "sqlite",
+		blob:        "BLOB",
+		docSchedule: `json_extract(doc, '$.schedule')`,
+		rebind:      func(q string) string { return dollarN.ReplaceAllString(q, "?$1") },
 	}
 	postgresDialect = dialect{
-		name:   "postgres",
-		blob:   "BYTEA",
-		lock:   "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
-		rebind: func(q string) string { return q },
+		name:        "postgres",
+		blob:        "BYTEA",
+		docSchedule: `(doc::jsonb ->> 'schedule')`,
+		lock:        "SELECT pg_advisory_xact_lock(7240712450111)", // any constant; "longhaul" in spirit
+		slotLock:    "SELECT pg_advisory_xact_lock(7240712450112)",
+		rebind:      func(q string) string { return q },
 	}
 )
 
@@ -213,6 +222,42 @@ var migrations = []migration{
 			PRIMARY KEY (run_id, seq)
 		)`,
 	}},
+	{8, "slots: measurement slots held on worker hosts", []string{
+		// One row per held slot (Slot): a soak's or a comparison's, from its
+		// claim until its final status is recorded.
+		`CREATE TABLE slots (
+			holder      TEXT PRIMARY KEY,
+			host        TEXT NOT NULL,
+			workflow_id TEXT NOT NULL DEFAULT '',
+			claimed_ns  BIGINT NOT NULL
+		)`,
+		`CREATE INDEX slots_by_host ON slots (host, claimed_ns)`,
+	}},
+	{9, "comparisons.schedule", []string{
+		// The schedule that started the comparison was only in doc: a
+		// column, so that a compare schedule's history (and
+		// `comparisons --schedule`) is one indexed query. Rows written
+		// before are filled from doc ({{DOC_SCHEDULE}} reads it as JSON).
+		`ALTER TABLE comparisons ADD COLUMN schedule TEXT NOT NULL DEFAULT ''`,
+		`UPDATE comparisons SET schedule = COALESCE({{DOC_SCHEDULE}}, '')`,
+		`CREATE INDEX comparisons_by_schedule ON comparisons (schedule, created_ns DESC)`,
+	}},
+	{10, "comparison_notifications", []string{
+		// One row per notification a scheduled comparison sent, or failed
+		// to send: notifications are keyed by a run (its foreign key), and
+		// a comparison is not one.
+		`CREATE TABLE comparison_notifications (
+			comparison_id TEXT NOT NULL REFERENCES comparisons (id) ON DELETE CASCADE,
+			seq           BIGINT NOT NULL,
+			url           TEXT NOT NULL,
+			events        TEXT NOT NULL,
+			ok            BIGINT NOT NULL,
+			attempts      BIGINT NOT NULL,
+			error         TEXT NOT NULL DEFAULT '',
+			at_ns         BIGINT NOT NULL,
+			PRIMARY KEY (comparison_id, seq)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -251,7 +296,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 				return nil
 			}
 			for _, stmt := range m.stmts {
-				if _, err := tx.ExecContext(ctx, strings.ReplaceAll(stmt, "{{BLOB}}", s.d.blob)); err != nil {
+				if _, err := tx.ExecContext(ctx, strings.NewReplacer("{{BLOB}}", s.d.blob, "{{DOC_SCHEDULE}}", s.d.docSchedule).Replace(stmt)); err != nil {
 					return err
 				}
 			}

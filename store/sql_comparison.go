@@ -35,14 +35,15 @@ func (s *sqlStore) PutComparison(ctx context.Context, c Comparison) error {
 	// ON CONFLICT ... DO UPDATE, not REPLACE: a REPLACE deletes the row
 	// first, which would cascade to the rounds.
 	_, err = tx.ExecContext(ctx, s.d.rebind(`INSERT INTO comparisons
-		(id, name, status, reason, scenario, workflow_id, doc, created_ns, started_ns, ended_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		(id, name, status, reason, scenario, workflow_id, doc, created_ns, started_ns, ended_ns, schedule)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (id) DO UPDATE SET
 			name = excluded.name, status = excluded.status, reason = excluded.reason,
 			scenario = excluded.scenario, workflow_id = excluded.workflow_id, doc = excluded.doc,
-			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns`),
+			created_ns = excluded.created_ns, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns,
+			schedule = excluded.schedule`),
 		c.ID, c.Name, string(c.Status), c.Reason, c.Scenario, c.WorkflowID, string(doc),
-		toNanos(c.CreatedAt), toNanos(c.StartedAt), toNanos(c.EndedAt))
+		toNanos(c.CreatedAt), toNanos(c.StartedAt), toNanos(c.EndedAt), c.Schedule)
 	if err != nil {
 		return fmt.Errorf("put comparison %s: %w", c.ID, err)
 	}
@@ -100,23 +101,24 @@ func (s *sqlStore) PutRound(ctx context.Context, comparisonID string, r Round) e
 	return nil
 }
 
-const comparisonColumns = `id, name, status, reason, scenario, workflow_id, doc, created_ns, started_ns, ended_ns`
+const comparisonColumns = `id, name, status, reason, scenario, workflow_id, doc, created_ns, started_ns, ended_ns, schedule`
 
 func scanComparison(sc interface{ Scan(...any) error }) (Comparison, error) {
 	var (
 		c                        Comparison
 		id, name, status, reason string
 		scenario, workflowID     string
+		schedule                 string
 		doc                      []byte
 		created, started, ended  int64
 	)
-	if err := sc.Scan(&id, &name, &status, &reason, &scenario, &workflowID, &doc, &created, &started, &ended); err != nil {
+	if err := sc.Scan(&id, &name, &status, &reason, &scenario, &workflowID, &doc, &created, &started, &ended, &schedule); err != nil {
 		return c, err
 	}
 	if err := json.Unmarshal(doc, &c); err != nil {
 		return c, fmt.Errorf("decode comparison %s: %w", id, err)
 	}
-	c.ID, c.Name, c.Status, c.Reason, c.Scenario, c.WorkflowID = id, name, Status(status), reason, scenario, workflowID
+	c.ID, c.Name, c.Status, c.Reason, c.Scenario, c.WorkflowID, c.Schedule = id, name, Status(status), reason, scenario, workflowID, schedule
 	c.CreatedAt, c.StartedAt, c.EndedAt = fromNanos(created), fromNanos(started), fromNanos(ended)
 	c.Rounds = nil
 	return c, nil
@@ -164,8 +166,8 @@ func (s *sqlStore) ListComparisons(ctx context.Context, opts ListOptions) ([]Com
 		limit = 100
 	}
 	q := `SELECT ` + comparisonColumns + ` FROM comparisons WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2)
-		ORDER BY created_ns DESC, id DESC LIMIT $3`
-	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), string(opts.Status), opts.Name, limit)
+		AND ($3 = '' OR schedule = $3) ORDER BY created_ns DESC, id DESC LIMIT $4 OFFSET $5`
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), string(opts.Status), opts.Name, opts.Schedule, limit, max(opts.Offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("list comparisons: %w", err)
 	}

@@ -32,18 +32,24 @@ var ErrNotFound = errors.New("not found")
 // Status is a run's lifecycle state.
 type Status string
 
-// Run statuses. A run is pending until its environment is up, running while
-// load is driven, and ends completed, failed (with a reason) or cancelled.
+// Run statuses. A run is queued while it waits for a measurement slot on a
+// worker host (the reason says so), pending until its environment is up,
+// running while load is driven, and ends completed, failed (with a reason)
+// or cancelled. Skipped is the record of a schedule's firing that started
+// nothing (its reason names the run that was still going): it is final
+// from the start.
 const (
+	Queued    Status = "queued"
 	Pending   Status = "pending"
 	Running   Status = "running"
 	Completed Status = "completed"
 	Failed    Status = "failed"
 	Cancelled Status = "cancelled"
+	Skipped   Status = "skipped"
 )
 
 // Done reports whether s is a final status.
-func (s Status) Done() bool { return s == Completed || s == Failed || s == Cancelled }
+func (s Status) Done() bool { return s == Completed || s == Failed || s == Cancelled || s == Skipped }
 
 // Run is one soak (or drive) and what is known about it.
 type Run struct {
@@ -78,16 +84,18 @@ type Run struct {
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
-// Notification is one notification a scheduled run sent (OK) or failed to
-// send after Attempts tries (Error says why).
+// Notification is one notification a scheduled run, or a scheduled
+// comparison, sent (OK) or failed to send after Attempts tries (Error says
+// why). Exactly one of RunID and ComparisonID is set.
 type Notification struct {
-	RunID    string    `json:"run_id"`
-	URL      string    `json:"url"`
-	Events   []string  `json:"events"`
-	OK       bool      `json:"ok"`
-	Attempts int       `json:"attempts"`
-	Error    string    `json:"error,omitempty"`
-	At       time.Time `json:"at"`
+	RunID        string    `json:"run_id,omitempty"`
+	ComparisonID string    `json:"comparison_id,omitempty"`
+	URL          string    `json:"url"`
+	Events       []string  `json:"events"`
+	OK           bool      `json:"ok"`
+	Attempts     int       `json:"attempts"`
+	Error        string    `json:"error,omitempty"`
+	At           time.Time `json:"at"`
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
@@ -97,7 +105,7 @@ type ListOptions struct {
 	// NameContains keeps runs whose name contains it (case-insensitive).
 	NameContains string
 	Kind         string
-	// Schedule keeps the runs started by that schedule.
+	// Schedule keeps the runs (or comparisons) started by that schedule.
 	Schedule string
 	Limit    int
 	// Offset skips that many runs of the ordered list (pagination).
@@ -184,12 +192,15 @@ type Store interface {
 	// Thresholds returns the run's judged thresholds in the order they were put.
 	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
 
-	// PutNotification records one notification of the run (sent or not).
+	// PutNotification records one notification of the run, or of the
+	// comparison when n.ComparisonID is set (sent or not); ErrNotFound when
+	// that run or comparison does not exist.
 	PutNotification(ctx context.Context, n Notification) error
 	// Notifications returns the run's notifications in the order they were put.
 	Notifications(ctx context.Context, runID string) ([]Notification, error)
 
 	Comparisons
+	Slots
 
 	Close() error
 }

@@ -29,6 +29,9 @@ type Store struct {
 	judged   map[string][]thresholds.Result
 	comps    map[string]store.Comparison
 	notes    map[string][]store.Notification
+	// compNotes are the comparisons' notifications.
+	compNotes map[string][]store.Notification
+	slots     []store.Slot
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -45,6 +48,7 @@ func (s *Store) init() {
 		s.judged = map[string][]thresholds.Result{}
 		s.comps = map[string]store.Comparison{}
 		s.notes = map[string][]store.Notification{}
+		s.compNotes = map[string][]store.Notification{}
 		s.Puts = map[string]int{}
 	}
 }
@@ -185,8 +189,20 @@ func (s *Store) PutNotification(_ context.Context, n store.Notification) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
+	if n.ComparisonID != "" {
+		s.compNotes[n.ComparisonID] = append(s.compNotes[n.ComparisonID], n)
+		return nil
+	}
 	s.notes[n.RunID] = append(s.notes[n.RunID], n)
 	return nil
+}
+
+// ComparisonNotifications implements store.Store.
+func (s *Store) ComparisonNotifications(_ context.Context, id string) ([]store.Notification, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.compNotes[id]), nil
 }
 
 // Notifications implements store.Store.
@@ -248,12 +264,16 @@ func (s *Store) ListComparisons(_ context.Context, opts store.ListOptions) ([]st
 	s.init()
 	var out []store.Comparison
 	for _, c := range s.comps {
-		if (opts.Status == "" || c.Status == opts.Status) && (opts.Name == "" || c.Name == opts.Name) {
+		if (opts.Status == "" || c.Status == opts.Status) && (opts.Name == "" || c.Name == opts.Name) && (opts.Schedule == "" || c.Schedule == opts.Schedule) {
 			c.Rounds = slices.Clone(c.Rounds)
 			out = append(out, c)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	out = out[min(max(opts.Offset, 0), len(out)):]
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
 	return out, nil
 }
 
@@ -544,4 +564,47 @@ func (s *Store) Spans(ctx context.Context, runID string, q store.SpanQuery) ([]s
 		i = j
 	}
 	return out, nil
+}
+
+// ClaimSlot implements store.Store.
+func (s *Store) ClaimSlot(_ context.Context, sl store.Slot, n int) (bool, []store.Slot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.hostSlotsLocked(sl.Host)
+	for _, h := range held {
+		if h.Holder == sl.Holder {
+			return true, held, nil
+		}
+	}
+	if len(held) >= n {
+		return false, held, nil
+	}
+	s.slots = slices.DeleteFunc(s.slots, func(h store.Slot) bool { return h.Holder == sl.Holder })
+	s.slots = append(s.slots, sl)
+	return true, append(held, sl), nil
+}
+
+// ReleaseSlot implements store.Store.
+func (s *Store) ReleaseSlot(_ context.Context, holder string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slots = slices.DeleteFunc(s.slots, func(h store.Slot) bool { return h.Holder == holder })
+	return nil
+}
+
+// HostSlots implements store.Store.
+func (s *Store) HostSlots(_ context.Context, host string) ([]store.Slot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hostSlotsLocked(host), nil
+}
+
+func (s *Store) hostSlotsLocked(host string) []store.Slot {
+	var out []store.Slot
+	for _, h := range s.slots {
+		if host == "" || h.Host == host {
+			out = append(out, h)
+		}
+	}
+	return out
 }

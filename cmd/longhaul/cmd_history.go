@@ -27,9 +27,14 @@ status, windows, p50/p95/p99, throughput, target CPU per request, post-GC heap
 at the end and its slope, findings by severity. Then the change points of each
 metric: E-divisive means with a Student t-test between the segments (as
 Apache Otava does), p < 0.001, at least a 5 % change and 4 runs on each side.
-Runs that failed or were cancelled are listed but left out of the series;
-firings skipped because a run was still going are counted by
-'longhaul schedule describe'.`,
+Runs that failed or were cancelled, and firings skipped because a run was
+still going, are listed (with the reason) but left out of the series.
+
+A compare schedule (schedule create --compare) has one row per comparison:
+start, the commits of A and B, status, and per metric the B/A ratio with its
+verdict; its change points are those of each metric's nightly B/A ratio
+(default p50_ms, p95_ms, p99_ms, rps, cpu_us_per_request; also heap_bytes,
+rss_bytes, rows_read_per_request).`,
 		Example: `  longhaul history nightly
   longhaul history nightly --metric cpu_us_per_request --metric p99_ms --last 30 --format json`,
 		Args: cobra.ExactArgs(1),
@@ -65,7 +70,7 @@ firings skipped because a run was still going are counted by
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.metrics, "metric", nil, "search this metric for change points (repeatable; default p50_ms, p95_ms, p99_ms, rps, cpu_us_per_request, heap_end_bytes)")
-	fs.IntVar(&f.last, "last", 0, "only the newest N runs (default all)")
+	fs.IntVar(&f.last, "last", 0, "only the newest N runs or comparisons (default all)")
 	fs.StringVar(&f.format, "format", "text", "output: text or json")
 	f.storeFlags.register(fs)
 	return cmd

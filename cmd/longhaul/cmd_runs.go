@@ -14,10 +14,11 @@ import (
 
 // listFlags are the filters that longhaul runs and longhaul comparisons share.
 type listFlags struct {
-	format string
-	status string
-	name   string
-	limit  int
+	format   string
+	status   string
+	name     string
+	schedule string
+	limit    int
 	storeFlags
 }
 
@@ -25,8 +26,9 @@ type listFlags struct {
 // "comparisons").
 func (f *listFlags) register(fs *pflag.FlagSet, what, jsonLine string) {
 	fs.StringVar(&f.format, "format", "text", "output: text (a table) or json ("+jsonLine+" per line)")
-	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (pending, running, completed, failed, cancelled)")
+	fs.StringVar(&f.status, "status", "", "only "+what+" with this status (queued, pending, running, completed, failed, cancelled, skipped)")
 	fs.StringVar(&f.name, "name", "", "only "+what+" of the scenario with this name")
+	fs.StringVar(&f.schedule, "schedule", "", "only "+what+" started by this schedule")
 	fs.IntVar(&f.limit, "limit", 100, "at most this many "+what)
 	f.storeFlags.register(fs)
 }
@@ -38,9 +40,9 @@ func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report
 		return nil, "", store.ListOptions{}, badInputf("--format: %v", err)
 	}
 	switch store.Status(f.status) {
-	case "", store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled:
+	case "", store.Queued, store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled, store.Skipped:
 	default:
-		return nil, "", store.ListOptions{}, badInputf("--status %q: use pending, running, completed, failed or cancelled", f.status)
+		return nil, "", store.ListOptions{}, badInputf("--status %q: use queued, pending, running, completed, failed, cancelled or skipped", f.status)
 	}
 	if f.limit < 1 {
 		return nil, "", store.ListOptions{}, badInputf("--limit must be ≥ 1, got %d", f.limit)
@@ -52,17 +54,11 @@ func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report
 	if err != nil {
 		return nil, "", store.ListOptions{}, err
 	}
-	return st, format, store.ListOptions{Status: store.Status(f.status), Name: f.name, Limit: f.limit}, nil
-}
-
-// runsFlags are the flags of longhaul runs.
-type runsFlags struct {
-	listFlags
-	schedule string
+	return st, format, store.ListOptions{Status: store.Status(f.status), Name: f.name, Schedule: f.schedule, Limit: f.limit}, nil
 }
 
 func (a *app) runsCmd() *cobra.Command {
-	var f runsFlags
+	var f listFlags
 	cmd := &cobra.Command{
 		Use:     "runs",
 		Short:   "List runs, newest first",
@@ -72,19 +68,16 @@ func (a *app) runsCmd() *cobra.Command {
 			return a.runs(cmd.Context(), f)
 		},
 	}
-	fs := cmd.Flags()
-	f.listFlags.register(fs, "runs", "one object")
-	fs.StringVar(&f.schedule, "schedule", "", "only runs started by this schedule")
+	f.register(cmd.Flags(), "runs", "one object")
 	return cmd
 }
 
-func (a *app) runs(ctx context.Context, f runsFlags) error {
-	st, format, opts, err := a.openListing(ctx, f.listFlags)
+func (a *app) runs(ctx context.Context, f listFlags) error {
+	st, format, opts, err := a.openListing(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	opts.Schedule = f.schedule
 	rs, err := st.ListRuns(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -76,6 +77,7 @@ type soakWorkerConfig struct {
 	metrics *metrics.Set // worker and run metrics (nil: none)
 	pushURL string       // --push-url: where drives push live metrics
 	hostID  string       // --host-id: this host's id (default the hostname)
+	slots   int          // --slots: soaks driven at once on this host (0: 1)
 }
 
 func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, wc soakWorkerConfig, log *slog.Logger) (*workflows.Worker, error) {
@@ -96,8 +98,10 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Probes:      activities.ServerProbes(log),
 		Analyzer:    activities.Findings,
 		Refs:        gitRefs{},
+		Firings:     schedule.New(c),
 		Metrics:     set,
 		PushURL:     wc.pushURL,
+		Slots:       wc.slots,
 		Logger:      log,
 	}
 	if wc.hostID != "" {
