@@ -117,6 +117,8 @@ type Store interface {
 	PutNotification(ctx context.Context, n store.Notification) error
 	// The comparisons' part (CompareWorkflow's activities).
 	store.Comparisons
+	// The measurement slots of the worker hosts.
+	store.Slots
 }
 
 // ProvisionRequest asks for one incarnation of a run's environment.
@@ -287,6 +289,13 @@ type Activities struct {
 	HTTPClient *http.Client
 	// HostTaskQueue is this worker's host task queue (DefaultHostQueue() when empty).
 	HostTaskQueue string
+	// Slots is how many soaks (or comparisons) this host drives at once
+	// (DefaultSlots when 0).
+	Slots int
+	// WorkflowRunning reports whether a workflow still runs, for taking
+	// back the slots of terminated workflows (nil: ask Temporal through the
+	// worker's client).
+	WorkflowRunning func(ctx context.Context, workflowID string) (bool, error)
 	// Metrics receives worker metrics (nil: none).
 	Metrics *metrics.Set
 	// PushURL is where drives push their run's live metrics after each

@@ -151,7 +151,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	if pushURL == "" {
 		pushURL = a.PushURL
 	}
-	push := newLivePush(pushURL, in.RunID, s.Name, hostID(a.hostQueue()), log)
+	push := newLivePush(pushURL, in.RunID, s.Name, HostID(a.hostQueue()), log)
 	failures := 0
 	maxFailures := a.CheckFailures
 	if maxFailures <= 0 {

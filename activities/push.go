@@ -141,11 +141,3 @@ func setReading(set *metrics.Set, name string, v *float64) {
 func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
-
-// hostID is the host label of pushed metrics: the host queue's host part.
-func hostID(queue string) string {
-	if h, ok := strings.CutPrefix(queue, hostQueuePrefix); ok && h != "" {
-		return h
-	}
-	return queue
-}

@@ -96,10 +96,10 @@ func TestLivePush(t *testing.T) {
 }
 
 func TestHostID(t *testing.T) {
-	if got := hostID(HostQueueName("box-1")); got != "box-1" {
+	if got := HostID(HostQueueName("box-1")); got != "box-1" {
 		t.Errorf("hostID = %q, want box-1", got)
 	}
-	if got := hostID("custom-queue"); got != "custom-queue" {
-		t.Errorf("hostID(custom-queue) = %q", got)
+	if got := HostID("custom-queue"); got != "custom-queue" {
+		t.Errorf("HostID(custom-queue) = %q", got)
 	}
 }

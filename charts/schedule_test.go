@@ -84,6 +84,9 @@ func TestSchedulePage(t *testing.T) {
 	if n := strings.Count(body, `class="excluded skipped"`); n != 5 {
 		t.Errorf("%d skipped marks, want one per chart (5)", n)
 	}
+	if page := u.mustGet("/runs/skip-01", "text/html"); !strings.Contains(page, "skipped") || !strings.Contains(page, "run night-11 was still going") {
+		t.Error("the skipped firing's page does not say it was skipped, and why")
+	}
 	if res, _ := u.get("/schedules/nobody"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /schedules/nobody: %d, want 404", res.StatusCode)
 	}
@@ -162,5 +165,8 @@ func TestSchedulePageCompare(t *testing.T) {
 	}
 	if strings.Contains(body, "/runs/ab-") {
 		t.Error("compare schedule page links comparisons as runs")
+	}
+	if page := u.mustGet("/comparisons/ab-03", "text/html"); !strings.Contains(page, "skipped") || !strings.Contains(page, "comparison ab-02 was still going") {
+		t.Error("the skipped comparison's page does not say it was skipped, and why")
 	}
 }

@@ -123,7 +123,7 @@ func Write(w io.Writer, s Schedule) error {
 	if a.Notify != "" {
 		row("notify", a.Notify)
 	}
-	row("runs", fmt.Sprintf("%d started, %d skipped (overlap), %d missed (catch-up)", s.Actions, s.SkippedOverlap, s.MissedCatchup))
+	row("runs", fmt.Sprintf("%d started, %d skipped (overlap; longhaul history %s lists them), %d missed (catch-up)", s.Actions, s.SkippedOverlap, s.Name, s.MissedCatchup))
 	for _, id := range s.Running {
 		row("running", id)
 	}

@@ -153,6 +153,7 @@ type comparison struct {
 	heartbeat bool // compareHeartbeatChange ≥ 1
 	in        CompareInput
 	host      string
+	holdsSlot bool // the host was claimed as a measurement slot (slotsChange ≥ 1)
 	builds    map[store.Side]store.Build
 	rounds    []store.Round // as they finished, superseded ones marked
 	res       CompareResult
@@ -268,13 +269,27 @@ func (c *comparison) run(ctx workflow.Context) (CompareResult, error) {
 	return c.res, nil
 }
 
-// claimHost picks the host every round runs on: whichever worker takes the
-// HostQueue activity from the general queue. It is the one place a
-// comparison takes a host, so that it can become "acquire a measurement
-// slot on a host".
+// claimHost picks the host every round runs on: a measurement slot the
+// comparison holds for all its rounds (version 0: whichever worker took the
+// HostQueue activity from the general queue). The rounds, child soaks given
+// the host, claim none of their own.
 func (c *comparison) claimHost(ctx workflow.Context) error {
 	var a *activities.Activities
+	if workflow.GetVersion(ctx, slotsChange, workflow.DefaultVersion, 1) >= 1 {
+		g, err := claimSlot(ctx, c.in.ComparisonID, store.Running, c.setStatus)
+		if err != nil {
+			return err
+		}
+		c.host, c.holdsSlot = g.HostQueue, true
+		return nil
+	}
 	return workflow.ExecuteActivity(c.general(ctx), a.HostQueue).Get(ctx, &c.host)
+}
+
+func (c *comparison) setStatus(ctx workflow.Context, st store.Status, reason string) error {
+	var a *activities.Activities
+	in := activities.ComparisonStatusInput{ComparisonID: c.in.ComparisonID, Status: st, Reason: reason}
+	return workflow.ExecuteActivity(c.general(ctx), a.SetComparisonStatus, in).Get(ctx, nil)
 }
 
 // runRound runs one round as a child soak and records how it went.
@@ -418,6 +433,9 @@ func (c *comparison) finish(ctx workflow.Context, runErr error) (CompareResult, 
 	st := activities.ComparisonStatusInput{ComparisonID: c.in.ComparisonID, Status: res.Status, Reason: res.Reason}
 	if err := workflow.ExecuteActivity(sctx, a.SetComparisonStatus, st).Get(sctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("recording the comparison's status failed", "status", res.Status, "error", err)
+	}
+	if c.holdsSlot {
+		releaseSlot(dctx, c.in.ComparisonID)
 	}
 	switch res.Status {
 	case store.Cancelled:

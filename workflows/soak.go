@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -66,6 +67,12 @@ type SoakInput struct {
 	// PushURL is where the drive pushes the run's live metrics
 	// (activities.Overrides.PushURL); empty: the worker's --push-url.
 	PushURL string `json:",omitempty"`
+	// HostWait is how long the soak waits for its host's worker to come
+	// back (a drive or provision not picked up on the host queue) before it
+	// gives the host up and provisions a new incarnation on another host
+	// (DefaultHostWait when 0). A comparison's round (HostQueue given)
+	// waits for its host however long it takes.
+	HostWait time.Duration `json:",omitempty"`
 	// Resume carries the state across continue-as-new; nil on a fresh start.
 	Resume *SoakState
 }
@@ -79,6 +86,9 @@ type SoakState struct {
 	Env       *activities.Environment
 	Windows   int
 	Gaps      int
+	// HoldsSlot is set while the soak holds a measurement slot on its host
+	// (claimed by ClaimSlot; released once the final status is recorded).
+	HoldsSlot bool `json:",omitempty"`
 }
 
 // SoakResult is the outcome of a soak. A failed soak returns it as the
@@ -119,11 +129,31 @@ var (
 )
 
 // Change ids of workflow.GetVersion for the heartbeats of Provision and
-// Teardown.
+// Teardown, and for measurement slots (a soak claims a slot on a host
+// instead of taking whichever worker answers, and gives up a host whose
+// worker does not come back within HostWait).
 const (
 	provisionHeartbeatChange = "provision-heartbeat"
 	teardownHeartbeatChange  = "teardown-heartbeat"
+	slotsChange              = "measurement-slots"
 )
+
+// DefaultHostWait is SoakInput.HostWait when 0.
+const DefaultHostWait = 10 * time.Minute
+
+// Timings of a slot claim; variables only so tests can shorten them.
+var (
+	// queuedAfter: a claim not granted this long after it was asked for
+	// marks the run queued (most claims are granted at once).
+	queuedAfter = 2 * time.Second
+	// slotRetryMax is the longest pause between two claims of a queued run
+	// (each claim asks whichever worker polls next): a slot freed on any
+	// host is taken within about this long.
+	slotRetryMax = 5 * time.Second
+)
+
+// QueuedReason is the reason recorded with the queued status.
+const QueuedReason = "waiting for a free measurement slot: every worker host is driving as many soaks as it has slots"
 
 // ProvisionHeartbeatTimeout is the heartbeat timeout of Provision and
 // Teardown (from workflow version "provision-heartbeat" 1 on): they heartbeat
@@ -191,12 +221,16 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		hostInput := workflow.GetVersion(ctx, "soak-host-input", workflow.DefaultVersion, 1) >= 1
 		if hostInput && s.in.HostQueue != "" {
 			s.st.HostQueue = s.in.HostQueue
+		} else if workflow.GetVersion(ctx, slotsChange, workflow.DefaultVersion, 1) >= 1 {
+			if err := s.claimSlot(ctx); err != nil {
+				return SoakResult{}, err
+			}
 		} else if err := workflow.ExecuteActivity(general, a.HostQueue).Get(ctx, &s.st.HostQueue); err != nil {
 			return SoakResult{}, err
 		}
 	}
 	if s.st.Env == nil {
-		if err := s.provision(ctx); err != nil {
+		if err := s.provisionSomewhere(ctx); err != nil {
 			return SoakResult{}, err
 		}
 		if err := workflow.ExecuteActivity(general, a.SetStatus, activities.StatusInput{RunID: s.in.RunID, Status: store.Running}).Get(ctx, nil); err != nil {
@@ -237,6 +271,26 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			s.st.NextIndex = dr.NextIndex
 			continue
 		}
+		if s.hostGone(err) {
+			// The host's worker did not come back within HostWait: its
+			// environment is out of reach. Go on on another host.
+			var lost activities.LostDetails
+			ab := activities.AbandonInput{RunID: s.in.RunID, Incarnation: s.st.Incarnation, FirstIndex: s.st.NextIndex, Total: s.total}
+			if err := workflow.ExecuteActivity(general, a.AbandonIncarnation, ab).Get(ctx, &lost); err != nil {
+				return SoakResult{}, err
+			}
+			workflow.GetLogger(ctx).Warn("host gone; provisioning a new incarnation elsewhere", "host", s.st.HostQueue, "incarnation", s.st.Incarnation)
+			s.st.Windows += lost.Windows
+			s.st.Gaps += lost.Gaps
+			s.st.NextIndex = max(s.st.NextIndex, lost.NextIndex)
+			if err := s.moveHost(ctx); err != nil {
+				return SoakResult{}, err
+			}
+			if err := s.provisionSomewhere(ctx); err != nil {
+				return SoakResult{}, err
+			}
+			continue
+		}
 		var lost activities.LostDetails
 		if !isAppError(err, activities.ErrTypeEnvironmentLost, &lost) {
 			if isAppError(err, activities.ErrTypeTargetFailed, &dr) {
@@ -255,20 +309,99 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			return SoakResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("environment lost %d times; last: %s", s.st.Incarnation, lost.Reason), ErrTypeSoakFailed, nil)
 		}
-		if err := s.provision(ctx); err != nil {
+		if err := s.provisionSomewhere(ctx); err != nil {
 			return SoakResult{}, err
 		}
 	}
 	return s.result(store.Completed, s.stoppedBy), nil
 }
 
+// claimSlot takes a measurement slot for the soak and makes its host the
+// soak's host.
+func (s *soak) claimSlot(ctx workflow.Context) error {
+	g, err := claimSlot(ctx, s.in.RunID, store.Pending, s.setStatus)
+	if err != nil {
+		return err
+	}
+	s.st.HostQueue, s.st.HoldsSlot = g.HostQueue, true
+	return nil
+}
+
+// releaseSlot gives the soak's slot up.
+func (s *soak) releaseSlot(ctx workflow.Context) {
+	if s.st.HoldsSlot && releaseSlot(ctx, s.in.RunID) {
+		s.st.HoldsSlot = false
+	}
+}
+
+// moveHost gives up a host whose worker is gone (its environment cannot be
+// torn down from here: that host's `longhaul sweep`, or its worker's
+// sweeper when it returns, removes it) and claims a slot on another.
+func (s *soak) moveHost(ctx workflow.Context) error {
+	if s.st.Incarnation >= MaxIncarnations {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("host %s gone and %d incarnations used", activities.HostID(s.st.HostQueue), s.st.Incarnation), ErrTypeSoakFailed, nil)
+	}
+	s.st.Env = nil
+	s.releaseSlot(ctx)
+	s.st.HostQueue = ""
+	return s.claimSlot(ctx)
+}
+
+// provisionSomewhere provisions the next incarnation on the soak's host;
+// if that host's worker is gone (the provision not picked up within
+// HostWait) it moves to another host and provisions there.
+func (s *soak) provisionSomewhere(ctx workflow.Context) error {
+	for {
+		err := s.provision(ctx)
+		if !s.hostGone(err) {
+			return err
+		}
+		workflow.GetLogger(ctx).Warn("host gone before its environment was up; moving", "host", s.st.HostQueue)
+		if err := s.moveHost(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// hostGone reports whether err says an activity on the soak's host queue
+// was not picked up within HostWait: no worker of that host is left. Only a
+// soak that claimed its own slot moves; a comparison's round stays.
+func (s *soak) hostGone(err error) bool {
+	var to *temporal.TimeoutError
+	return err != nil && s.st.HoldsSlot && errors.As(err, &to) && to.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// hostWait is how long an activity waits on the host queue for a worker
+// there (0, no limit, unless the soak holds its own slot).
+func (s *soak) hostWait() time.Duration {
+	if !s.st.HoldsSlot {
+		return 0
+	}
+	if s.in.HostWait > 0 {
+		return s.in.HostWait
+	}
+	return DefaultHostWait
+}
+
+func (s *soak) setStatus(ctx workflow.Context, st store.Status, reason string) error {
+	var a *activities.Activities
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: generalTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+	})
+	return workflow.ExecuteActivity(sctx, a.SetStatus, activities.StatusInput{RunID: s.in.RunID, Status: st, Reason: reason}).Get(ctx, nil)
+}
+
 // provision brings up the next incarnation on the host queue.
 func (s *soak) provision(ctx workflow.Context) error {
 	var a *activities.Activities
 	opts := workflow.ActivityOptions{
-		TaskQueue:           s.st.HostQueue,
-		StartToCloseTimeout: provisionTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
+		TaskQueue:              s.st.HostQueue,
+		StartToCloseTimeout:    provisionTimeout,
+		ScheduleToStartTimeout: s.hostWait(),
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 2, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
 	}
 	// Version 1: Provision heartbeats; an attempt lost with its worker is
 	// retried (a third attempt allowed: the retry removes what the lost one
@@ -296,10 +429,11 @@ func (s *soak) provision(ctx workflow.Context) error {
 func (s *soak) driveCtx(ctx workflow.Context) workflow.Context {
 	remaining := time.Duration(s.total-s.st.NextIndex) * s.in.Window
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           s.st.HostQueue,
-		StartToCloseTimeout: remaining + driveMargin + 2*s.in.Window,
-		HeartbeatTimeout:    DriveHeartbeatTimeout(s.in.Window),
-		WaitForCancellation: true,
+		TaskQueue:              s.st.HostQueue,
+		StartToCloseTimeout:    remaining + driveMargin + 2*s.in.Window,
+		ScheduleToStartTimeout: s.hostWait(),
+		HeartbeatTimeout:       DriveHeartbeatTimeout(s.in.Window),
+		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -383,6 +517,9 @@ func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
 	if err := workflow.ExecuteActivity(sctx, a.SetStatus, status).Get(sctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("recording the final status failed", "status", res.Status, "error", err)
 	}
+	// The slot goes last, after the final status: the next soak on this
+	// host starts after this one's recorded end.
+	s.releaseSlot(dctx)
 
 	switch res.Status {
 	case store.Cancelled:

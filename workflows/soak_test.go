@@ -39,6 +39,7 @@ type fixture struct {
 	store *activitiestest.Store
 	prov  *activitiestest.Provisioner
 	drv   *activitiestest.Driver
+	acts  *activities.Activities
 	in    SoakInput
 }
 
@@ -63,6 +64,7 @@ func newFixtureWith(t *testing.T, windows int, st *activitiestest.Store, prov *a
 		Store: f.store, Provisioner: f.prov, Driver: f.drv, HostTaskQueue: "longhaul-host-test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+	f.acts = acts
 	RegisterWorkflows(f.env)
 	activities.Register(f.env, acts)
 	return f
@@ -442,11 +444,13 @@ func TestSoakAnalysesEveryEnd(t *testing.T) {
 			if analyses != tt.want {
 				t.Errorf("Analyze ran %d times, want %d (activities: %v)", analyses, tt.want, order)
 			}
-			// Analysis comes after teardown and before the final status.
+			// Analysis comes after teardown and before the final status;
+			// the measurement slot is released last.
 			if tt.want > 0 {
 				i := slices.Index(order, "Analyze")
-				if i < 1 || order[i-1] != "Teardown" || order[len(order)-1] != "SetStatus" {
-					t.Errorf("activity order %v: want Teardown, Analyze, ..., SetStatus", order)
+				n := len(order)
+				if i < 1 || order[i-1] != "Teardown" || order[n-2] != "SetStatus" || order[n-1] != "ReleaseSlot" {
+					t.Errorf("activity order %v: want Teardown, Analyze, ..., SetStatus, ReleaseSlot", order)
 				}
 			}
 		})
@@ -484,7 +488,7 @@ func TestSoakStoppedByThreshold(t *testing.T) {
 	if n := f.drv.CallCount(); n != 1 {
 		t.Errorf("%d drives, want 1: a stopped run is not driven again", n)
 	}
-	if got, want := strings.Join(order, ","), "Begin,HostQueue,Provision,SetStatus,Drive,Teardown,Analyze,SetStatus"; got != want {
+	if got, want := strings.Join(order, ","), "Begin,ClaimSlot,Provision,SetStatus,Drive,Teardown,Analyze,SetStatus,ReleaseSlot"; got != want {
 		t.Errorf("activities %s, want %s", got, want)
 	}
 	rs, _ := f.store.Thresholds(context.Background(), "r1")

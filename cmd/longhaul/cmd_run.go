@@ -42,6 +42,7 @@ type runFlags struct {
 	uiAddr      string
 	verbose     bool
 	failOn      failOnFlag
+	hostWait    time.Duration
 	storeFlags
 }
 
@@ -88,6 +89,7 @@ input, 3 completed but the gate failed.`,
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
+	fs.DurationVar(&f.hostWait, "host-wait", workflows.DefaultHostWait, "how long the run waits for its host's worker to come back before it is provisioned again on another host")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
 	verboseFlag(fs, &f.verbose)
 	f.failOn.register(fs)
@@ -122,6 +124,9 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	}
 	if err := checkPushURL(f.pushURL); err != nil {
 		return p, err
+	}
+	if f.hostWait < time.Second {
+		return p, badInputf("--host-wait must be at least 1s, got %s", f.hostWait)
 	}
 	if p.failOn, err = f.failOn.severity(); err != nil {
 		return p, err
@@ -256,7 +261,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	in := workflows.SoakInput{
 		RunID: run.ID, Name: run.Name, Duration: p.duration, Window: p.window,
-		Provider: f.provider, TargetEnv: p.targetEnv, PushURL: f.pushURL,
+		Provider: f.provider, TargetEnv: p.targetEnv, PushURL: f.pushURL, HostWait: f.hostWait,
 	}
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 	if err != nil {
@@ -362,37 +367,23 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 		return nil
 	}
 
-	poll := min(max(p.window/4, 100*time.Millisecond), time.Second)
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	cancelled := false
-	for {
-		select {
-		case <-a.interrupts:
-			if cancelled {
-				progress.Clear()
-				fmt.Fprintf(a.stderr, "longhaul: detached; %s\n", p.detachNote)
-				return errSilent{exitFailed}
+	return followUntilDone(ctx, a, c, done, follower{
+		what: "run", wr: wr, poll: min(max(p.window/4, 100*time.Millisecond), time.Second),
+		progress: progress, detachNote: p.detachNote, tick: printNew,
+		status: func() (store.Status, string) {
+			if next > 0 {
+				return store.Running, "" // windows are coming: it got its slot long ago
 			}
-			cancelled = true
-			progress.Clear()
-			fmt.Fprintln(a.stderr, "longhaul: cancelling the run (tearing down; Ctrl-C again to detach)")
-			if err := c.CancelWorkflow(context.WithoutCancel(ctx), wr.GetID(), wr.GetRunID()); err != nil {
-				fmt.Fprintf(a.stderr, "longhaul: cancel: %v\n", err)
+			r, err := st.GetRun(ctx, runID)
+			if err != nil {
+				return "", ""
 			}
-		case <-tick.C:
-			if err := printNew(); err != nil {
-				return err
-			}
-		case <-done:
-			if err := printNew(); err != nil {
-				return err
-			}
-			// Stop, not Clear: the summary below must not redraw the bar.
-			progress.Stop()
+			return r.Status, r.Reason
+		},
+		finish: func() error {
 			return a.finishReport(ctx, st, runID, p, out, totals.Summary(), report.ProbeProblems(failures))
-		}
-	}
+		},
+	})
 }
 
 // finishReport prints the end of a followed run — the summary, probe

@@ -15,6 +15,7 @@ type workerFlags struct {
 	verbose     bool
 	pushURL     string
 	hostID      string
+	slots       int
 	storeFlags
 }
 
@@ -43,6 +44,7 @@ $LONGHAUL_HOST_QUEUE overrides the whole queue name.`,
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	verboseFlag(fs, &f.verbose)
 	fs.StringVar(&f.hostID, "host-id", "", "this host's id: its queue is longhaul-host-ID and its runs record it as their host (default the hostname)")
+	fs.IntVar(&f.slots, "slots", 1, "measurement slots: how many soaks (or comparisons) this host drives at once; more wait, queued, for a free slot on any host")
 	pushURLFlag(fs, &f.pushURL, "push the live metrics of the runs this worker drives after every window to URL (unless the run names its own)")
 	f.storeFlags.register(fs)
 	return cmd
@@ -54,6 +56,9 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	}
 	if err := checkPushURL(f.pushURL); err != nil {
 		return err
+	}
+	if f.slots < 1 {
+		return badInputf("--slots must be at least 1, got %d", f.slots)
 	}
 	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
 	if err != nil {
@@ -70,7 +75,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics, pushURL: f.pushURL, hostID: f.hostID}, lg.own)
+	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics, pushURL: f.pushURL, hostID: f.hostID, slots: f.slots}, lg.own)
 	if err != nil {
 		return err
 	}
@@ -78,7 +83,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer w.Stop()
-	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), svc.where)
+	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s, %d measurement slot(s); store %s\n", f.temporal, f.namespace, w.HostQueue(), f.slots, svc.where)
 	select {
 	case <-ctx.Done():
 	case <-a.interrupts:

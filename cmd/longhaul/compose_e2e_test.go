@@ -80,9 +80,11 @@ func leftovers(t *testing.T, project string, runIDs ...string) []string {
 }
 
 // TestComposeStack: both compose files are valid; the offline stack comes
-// up; a short demo soak submitted with --detach through it completes, its
-// windows in the PostgreSQL results database; `docker-compose down -v`
-// leaves no container, network or volume of the stack or of the run.
+// up, with a second worker service of another host id (compose-b beside the
+// stack's worker, compose-a); two short demo soaks submitted at once with
+// --detach through it complete, their windows in the PostgreSQL results
+// database, never two driven at once on one host; `docker-compose down -v`
+// leaves no container, network or volume of the stack or of the runs.
 func TestComposeStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("docker-compose stack (~2 min)")
@@ -107,10 +109,15 @@ func TestComposeStack(t *testing.T) {
 		t.Skipf("no Docker socket at /var/run/docker.sock: %v", err)
 	}
 	pgPort, temporalPort := freeTCPPort(t), freeTCPPort(t)
+	fleet := filepath.Join(t.TempDir(), "worker-b.yml")
+	if err := os.WriteFile(fleet, []byte(secondWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := &composeStack{
 		t: t, dir: root, project: fmt.Sprintf("lhtest%d", os.Getpid()),
-		files: []string{"docker-compose.yml", "docker-compose.offline.yml"},
+		files: []string{"docker-compose.yml", "docker-compose.offline.yml", fleet},
 		env: []string{
+			"LONGHAUL_HOST_ID=compose-a",
 			"DOCKER_GID=" + strconv.Itoa(int(st.Gid)),
 			"LONGHAUL_PG_PORT=" + strconv.Itoa(pgPort),
 			"LONGHAUL_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
@@ -118,7 +125,7 @@ func TestComposeStack(t *testing.T) {
 			"LONGHAUL_VM_PORT=" + strconv.Itoa(freeTCPPort(t)),
 		},
 	}
-	for _, files := range [][]string{{"docker-compose.yml"}, c.files} {
+	for _, files := range [][]string{{"docker-compose.yml"}, {"docker-compose.yml", "docker-compose.offline.yml"}, c.files} {
 		cc := *c
 		cc.files = files
 		cc.run(time.Minute, "config", "-q")
@@ -148,38 +155,64 @@ func TestComposeStack(t *testing.T) {
 	waitTemporal(t, addr, time.Minute)
 
 	scenario := shortDemoScenario(t, root)
-	r := startSoakRun(t, scenario, "--temporal", addr, "--store", results, "--detach", "--provider", "docker")
-	if code := r.wait(t); code != exitOK {
-		t.Fatalf("longhaul run --detach exit %d; stderr:\n%s", code, r.stderr.String())
+	for range 2 {
+		r := startSoakRun(t, scenario, "--temporal", addr, "--store", results, "--detach", "--provider", "docker")
+		if code := r.wait(t); code != exitOK {
+			t.Fatalf("longhaul run --detach exit %d; stderr:\n%s", code, r.stderr.String())
+		}
 	}
 	rs, err := store.Open(context.Background(), results)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rs.Close()
-	run := onlyRun(t, rs)
-	runIDs = append(runIDs, run.ID)
-	deadline := time.Now().Add(2 * time.Minute)
-	for !run.Status.Done() && time.Now().Before(deadline) {
-		time.Sleep(time.Second)
-		if run, err = rs.GetRun(context.Background(), run.ID); err != nil {
+	var runs []store.Run
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		runs, err = rs.ListRuns(context.Background(), store.ListOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		done := len(runs) == 2
+		for _, r := range runs {
+			done = done && r.Status.Done()
+		}
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
 	}
-	t.Logf("%5.1fs run %s %s", time.Since(t0).Seconds(), run.ID, run.Status)
-	if run.Status != store.Completed {
-		t.Fatalf("run status %s (%s), want completed", run.Status, run.Reason)
+	byHost := map[string][]store.Run{}
+	for _, run := range runs {
+		runIDs = append(runIDs, run.ID)
+		t.Logf("%5.1fs run %s %s on %s", time.Since(t0).Seconds(), run.ID, run.Status, runHost(t, run))
+		if run.Status != store.Completed {
+			t.Fatalf("run status %s (%s), want completed", run.Status, run.Reason)
+		}
+		ws, err := rs.Windows(context.Background(), run.ID, store.AllWindows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		requests := int64(0)
+		for _, w := range ws {
+			requests += w.Requests
+		}
+		if len(ws) < 3 || requests == 0 {
+			t.Errorf("run %s: %d windows with %d requests in the results database, want ≥ 3 windows with requests", run.ID, len(ws), requests)
+		}
+		h := runHost(t, run)
+		if h != "compose-a" && h != "compose-b" {
+			t.Errorf("run %s on host %q, want compose-a or compose-b", run.ID, h)
+		}
+		byHost[h] = append(byHost[h], run)
 	}
-	ws, err := rs.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
+	if len(runs) != 2 {
+		t.Fatalf("%d runs in the results database, want 2", len(runs))
 	}
-	requests := int64(0)
-	for _, w := range ws {
-		requests += w.Requests
-	}
-	if len(ws) < 3 || requests == 0 {
-		t.Errorf("%d windows with %d requests in the results database, want ≥ 3 windows with requests", len(ws), requests)
+	for h, rs := range byHost {
+		if len(rs) == 2 && rs[0].StartedAt.Before(rs[1].EndedAt) && rs[1].StartedAt.Before(rs[0].EndedAt) {
+			t.Errorf("host %s drove runs %s and %s at once", h, rs[0].ID, rs[1].ID)
+		}
 	}
 	rs.Close()
 
@@ -190,6 +223,29 @@ func TestComposeStack(t *testing.T) {
 		t.Errorf("left after docker-compose down -v:\n%s", strings.Join(left, "\n"))
 	}
 }
+
+// secondWorker is a compose file with a second worker service, of host id
+// compose-b, beside the stack's (the test gives that one compose-a).
+const secondWorker = `version: "3.8"
+services:
+  worker-b:
+    image: longhaul/longhaul:latest
+    network_mode: host
+    command:
+      - worker
+      - --temporal=127.0.0.1:${LONGHAUL_TEMPORAL_PORT}
+      - --store=postgres://longhaul:longhaul@127.0.0.1:${LONGHAUL_PG_PORT}/longhaul?sslmode=disable
+      - --host-id=compose-b
+    volumes:
+      - /var/run/docker.sock:/var/run/docker.sock
+    group_add:
+      - "${DOCKER_GID}"
+    depends_on:
+      temporal:
+        condition: service_healthy
+      postgresql:
+        condition: service_healthy
+`
 
 // waitTemporal waits until the frontend at addr serves the default namespace.
 func waitTemporal(t *testing.T, addr string, timeout time.Duration) {

@@ -77,6 +77,7 @@ type soakWorkerConfig struct {
 	metrics *metrics.Set // worker and run metrics (nil: none)
 	pushURL string       // --push-url: where drives push live metrics
 	hostID  string       // --host-id: this host's id (default the hostname)
+	slots   int          // --slots: soaks driven at once on this host (0: 1)
 }
 
 func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, wc soakWorkerConfig, log *slog.Logger) (*workflows.Worker, error) {
@@ -100,6 +101,7 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 		Firings:     schedule.New(c),
 		Metrics:     set,
 		PushURL:     wc.pushURL,
+		Slots:       wc.slots,
 		Logger:      log,
 	}
 	if wc.hostID != "" {
