@@ -10,27 +10,32 @@
 #   bench/fleet/run.sh                 # all three parts
 #   bench/fleet/run.sh batch1|batch4|idle [ARGS…]   # one part; ARGS go to the helper (go run ./bench/fleet -h)
 #
-# Binaries are built first, outside the lock; each part takes
-# /tmp/longhaul-measure.lock on its own (a few minutes each). Work files
+# Binaries are built first, outside the lock; then the parts run under
+# /tmp/longhaul-measure.lock (all three in one hold of ~10 min, or one part). Work files
 # (logs of PostgreSQL, the server and the workers) stay in /tmp/longhaul-fleet.
 set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo_root"
 bin=/tmp/longhaul-fleet-bin
-mkdir -p "$bin"
-go build -o "$bin/longhaul" ./cmd/longhaul
-go build -o "$bin/soaktarget" ./cmd/longhaul/testdata/soaktarget
-go build -o "$bin/fleet" ./bench/fleet
+if [ -z "${LONGHAUL_FLEET_LOCKED:-}" ]; then
+	mkdir -p "$bin"
+	go build -o "$bin/longhaul" ./cmd/longhaul
+	go build -o "$bin/soaktarget" ./cmd/longhaul/testdata/soaktarget
+	go build -o "$bin/fleet" ./bench/fleet
+fi
 
 part() {
 	local name=$1
 	shift
 	echo "## $name"
-	flock /tmp/longhaul-measure.lock "$bin/fleet" -longhaul "$bin/longhaul" -target "$bin/soaktarget" -work "/tmp/longhaul-fleet/$name" "$@"
+	"$bin/fleet" -longhaul "$bin/longhaul" -target "$bin/soaktarget" -work "/tmp/longhaul-fleet/$name" "$@"
 }
 
 what=${1:-all}
 [ $# -gt 0 ] && shift
+if [ -z "${LONGHAUL_FLEET_LOCKED:-}" ]; then
+	LONGHAUL_FLEET_LOCKED=1 exec flock /tmp/longhaul-measure.lock "$0" "$what" "$@"
+fi
 case $what in
 batch1) part batch-slots1 -mode batch -soaks 50 -slots 1 "$@" ;;
 batch4) part batch-slots4 -mode batch -soaks 50 -slots 4 "$@" ;;
