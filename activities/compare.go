@@ -454,8 +454,8 @@ type VerdictsResult struct {
 }
 
 // CompareVerdicts pairs the comparison's completed rounds (superseded ones
-// left out), reduces each round's windows to one value per metric
-// (analysis.RoundValuesOf), decides every metric (analysis.ComparePairs)
+// left out), reduces each pair's two rounds to one value per metric each
+// over their common stretch of requests (analysis.PairValuesOf), decides every metric (analysis.ComparePairs)
 // and records the verdicts.
 func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (VerdictsResult, error) {
 	c, err := a.Store.GetComparison(ctx, in.ComparisonID)
@@ -463,7 +463,7 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 		return VerdictsResult{}, fmt.Errorf("verdicts of comparison %s: %w", in.ComparisonID, err)
 	}
 	type half struct {
-		v         analysis.RoundValues
+		ws        []window.Window
 		disturbed bool
 	}
 	byPair := map[int]map[store.Side]half{}
@@ -476,23 +476,26 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 		if err != nil {
 			return VerdictsResult{}, fmt.Errorf("verdicts: windows of round %d: %w", r.Index, err)
 		}
-		v, err := analysis.RoundValuesOf(ws, in.Warmup)
-		if err != nil {
-			return VerdictsResult{}, fmt.Errorf("verdicts: round %d: %w", r.Index, err)
-		}
 		if byPair[r.Pair] == nil {
 			byPair[r.Pair] = map[store.Side]half{}
 			order = append(order, r.Pair)
 		}
-		byPair[r.Pair][r.Side] = half{v, r.Disturbed}
+		byPair[r.Pair][r.Side] = half{ws, r.Disturbed}
 	}
 	var pairs []analysis.Pair
 	for _, p := range order {
 		sa, okA := byPair[p][store.SideA]
 		sb, okB := byPair[p][store.SideB]
-		if okA && okB {
-			pairs = append(pairs, analysis.Pair{A: sa.v, B: sb.v, Disturbed: sa.disturbed || sb.disturbed})
+		if !okA || !okB {
+			continue
 		}
+		// Both rounds over the same stretch of their request sequence, so a
+		// target whose cost grows with its data is compared on equal data.
+		va, vb, err := analysis.PairValuesOf(sa.ws, sb.ws, in.Warmup)
+		if err != nil {
+			return VerdictsResult{}, fmt.Errorf("verdicts: pair %d: %w", p+1, err)
+		}
+		pairs = append(pairs, analysis.Pair{A: va, B: vb, Disturbed: sa.disturbed || sb.disturbed})
 	}
 	vs := analysis.ComparePairs(pairs, in.Options)
 	c.Verdicts, c.Rounds = vs, nil

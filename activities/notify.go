@@ -69,7 +69,7 @@ func (a *Activities) PrepareNotice(ctx context.Context, in NoticeInput) (Notice,
 	}
 	events, worth := notify.Events(run, fs, points, gateReasons)
 	p := notify.Payload{
-		Type: notify.Type, Events: events, Schedule: in.Schedule, RunID: run.ID, Commit: run.Commit,
+		Type: notify.Type, Kind: notify.KindSoak, Events: events, Schedule: in.Schedule, RunID: run.ID, Commit: run.Commit,
 		Status: run.Status, Reason: run.Reason, Findings: worth, ChangePoints: points,
 	}
 	if run.Status == store.Completed {
@@ -77,6 +77,48 @@ func (a *Activities) PrepareNotice(ctx context.Context, in NoticeInput) (Notice,
 	}
 	if in.UIURL != "" {
 		p.URL = in.UIURL + "/runs/" + url.PathEscape(run.ID)
+		p.HistoryURL = in.UIURL + "/schedules/" + url.PathEscape(in.Schedule)
+	}
+	return Notice{Payload: p}, nil
+}
+
+// CompareNoticeInput asks what a scheduled comparison's notification says.
+type CompareNoticeInput struct {
+	ComparisonID string
+	Schedule     string
+	// UIURL is the browser UI's base URL ("" for no links).
+	UIURL string
+}
+
+// PrepareCompareNotice reads the ended comparison and its schedule's
+// history, and returns the notification to send: its failure, its worse
+// verdicts (B regressed against A), and the change points that appeared
+// with it in the schedule's B/A ratios (analysis.NewChangePoints).
+func (a *Activities) PrepareCompareNotice(ctx context.Context, in CompareNoticeInput) (Notice, error) {
+	c, err := a.Store.GetComparison(ctx, in.ComparisonID)
+	if err != nil {
+		return Notice{}, fmt.Errorf("notice of comparison %s: %w", in.ComparisonID, err)
+	}
+	var points []analysis.RunChangePoint
+	if history.Included(c.Status) {
+		h, err := history.Build(ctx, a.Store, in.Schedule, history.Options{})
+		if err != nil {
+			return Notice{}, fmt.Errorf("notice of comparison %s: %w", in.ComparisonID, err)
+		}
+		series := h.Series()
+		// Only when this comparison is the newest, as for a run.
+		if n := len(series); h.Kind == history.KindCompare && n > 0 && series[n-1].ID == c.ID {
+			points = analysis.NewChangePoints(series, h.Metrics, analysis.ChangePointOptions{})
+		}
+	}
+	events, worse := notify.CompareEvents(c, points)
+	p := notify.Payload{
+		Type: notify.Type, Kind: notify.KindCompare, Events: events, Schedule: in.Schedule, ComparisonID: c.ID,
+		Commit: c.B.Commit, CommitA: c.A.Commit, CommitB: c.B.Commit, Status: c.Status, Reason: c.Reason,
+		Verdicts: worse, ChangePoints: points,
+	}
+	if in.UIURL != "" {
+		p.URL = in.UIURL + "/comparisons/" + url.PathEscape(c.ID)
 		p.HistoryURL = in.UIURL + "/schedules/" + url.PathEscape(in.Schedule)
 	}
 	return Notice{Payload: p}, nil
@@ -99,16 +141,20 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) (int, error) {
 		return attempt, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeNotifyRejected, nil, attempt)
 	}
 	if err != nil {
-		a.logger().Warn("notification not delivered", "run", in.Payload.RunID, "attempt", attempt, "error", err)
+		a.logger().Warn("notification not delivered", "run", in.Payload.RunID, "comparison", in.Payload.ComparisonID, "attempt", attempt, "error", err)
 		return attempt, err
 	}
 	return attempt, nil
 }
 
-// RecordNotification stores how a notification went.
+// RecordNotification stores how a notification went (with its run, or
+// its comparison when n.ComparisonID is set).
 func (a *Activities) RecordNotification(ctx context.Context, n store.Notification) error {
 	n.At = a.now()
 	if err := a.Store.PutNotification(ctx, n); err != nil {
+		if n.ComparisonID != "" {
+			return fmt.Errorf("record notification of comparison %s: %w", n.ComparisonID, err)
+		}
 		return fmt.Errorf("record notification of run %s: %w", n.RunID, err)
 	}
 	return nil

@@ -35,39 +35,144 @@ func RoundValuesOf(ws []window.Window, warmup time.Duration) (RoundValues, error
 			kept = append(kept, *w)
 		}
 	}
+	return valuesOf(kept, nil)
+}
+
+// PairValuesOf reduces the two rounds of a pair, a and b, to one value per
+// metric each, over the same stretch of their request sequences: from the
+// later of the two ends of warm-up to the earlier of the two ends, counted
+// in requests since each round began.
+//
+// Subtleness ahead: both rounds of a pair send the same seeded sequence,
+// but a round is bounded by time, not by requests. A target whose cost per
+// request grows with its data (every create adds a row, and the demo's CPU
+// per request doubles over a 15 s round) then costs more per request in the
+// round that got further: a round slowed by foreign load does fewer
+// requests, ends on a smaller table and looks cheaper. Cutting both rounds
+// at the same request count compares the same requests against the same
+// data, so the ratio B/A is the builds' difference and not how far each
+// round got. A window that straddles a cut counts in proportion to its
+// requests inside the range (CPU, rows read, requests, duration); the
+// latency percentiles merge the windows at least half inside it.
+//
+// When either round restarted (more than one incarnation) or the common
+// stretch is under half of the shorter round's, the rounds are reduced
+// separately, as RoundValuesOf does.
+func PairValuesOf(a, b []window.Window, warmup time.Duration) (RoundValues, RoundValues, error) {
+	ra, okA := requestRange(a, warmup)
+	rb, okB := requestRange(b, warmup)
+	lo, hi := max(ra.warm, rb.warm), min(ra.total, rb.total)
+	if !okA || !okB || float64(hi-lo) < 0.5*float64(min(ra.total-ra.warm, rb.total-rb.warm)) {
+		va, err := RoundValuesOf(a, warmup)
+		if err != nil {
+			return nil, nil, err
+		}
+		vb, err := RoundValuesOf(b, warmup)
+		return va, vb, err
+	}
+	va, err := valuesOf(ra.ws, ra.fractions(lo, hi))
+	if err != nil {
+		return nil, nil, err
+	}
+	vb, err := valuesOf(rb.ws, rb.fractions(lo, hi))
+	return va, vb, err
+}
+
+// roundRange is a round's windows in order (warm-up included) with the
+// requests counted before its first kept window (warm) and in all (total).
+type roundRange struct {
+	ws          []window.Window
+	warm, total int64
+}
+
+// requestRange lays out a round of one incarnation; ok is false otherwise.
+func requestRange(ws []window.Window, warmup time.Duration) (roundRange, bool) {
+	warm := (&analyzer{opts: Options{Warmup: warmup}}).split(ws)
+	all := (&analyzer{}).split(ws) // the same windows, none left out
+	if len(warm) != 1 || len(all) != 1 || len(warm[0].ws) == 0 {
+		return roundRange{}, false
+	}
+	r := roundRange{}
+	for i, w := range all[0].ws {
+		if i == warm[0].warmup {
+			r.warm = r.total
+		}
+		r.ws = append(r.ws, *w)
+		r.total += w.Requests
+	}
+	return r, r.total > r.warm
+}
+
+// fractions is, per window, the share of its requests that fall in (lo, hi]
+// of the round's request count.
+func (r roundRange) fractions(lo, hi int64) []float64 {
+	f := make([]float64, len(r.ws))
+	var at int64
+	for i, w := range r.ws {
+		from, to := at, at+w.Requests
+		at = to
+		if w.Requests <= 0 {
+			continue
+		}
+		in := min(to, hi) - max(from, lo)
+		if in > 0 {
+			f[i] = float64(in) / float64(w.Requests)
+		}
+	}
+	return f
+}
+
+// valuesOf reduces windows to one value per metric, each window weighted by
+// its fraction (nil: every window whole). See RoundValuesOf.
+func valuesOf(ws []window.Window, frac []float64) (RoundValues, error) {
 	v := RoundValues{}
-	if len(kept) == 0 {
+	weight := func(i int) float64 {
+		if frac == nil {
+			return 1
+		}
+		return frac[i]
+	}
+	var hist []window.Window
+	for i, w := range ws {
+		if weight(i) >= 0.5 {
+			hist = append(hist, w)
+		}
+	}
+	if len(hist) == 0 {
 		return v, nil
 	}
-	sum, err := window.Merge(kept)
+	sum, err := window.Merge(hist)
 	if err != nil {
 		return v, fmt.Errorf("merge round windows: %w", err)
 	}
-	if sum.Requests > 0 {
-		v[MetricP50Ms] = sum.LatencyMs.P50
-		v[MetricP95Ms] = sum.LatencyMs.P95
-		v[MetricP99Ms] = sum.LatencyMs.P99
-		v[MetricRPS] = sum.RPS
-	}
 	var (
+		reqs, secs         float64
 		cpuSecs, cpuReqs   float64
 		rowsRead, rowsReqs float64
 		rss, heap, forced  []float64
 	)
-	for _, w := range kept {
-		p := w.Probes
-		reqs := float64(w.Requests)
-		switch {
-		case p.CPUSeconds != nil && reqs > 0:
-			cpuSecs += *p.CPUSeconds
-			cpuReqs += reqs
-		case p.CPUMicrosPerRequest != nil && reqs > 0:
-			cpuSecs += *p.CPUMicrosPerRequest * reqs / 1e6
-			cpuReqs += reqs
+	for i, w := range ws {
+		f := weight(i)
+		if f <= 0 {
+			continue
 		}
-		if p.Database != nil && reqs > 0 {
-			rowsRead += p.Database.RowsReadPerRequest * reqs
-			rowsReqs += reqs
+		p := w.Probes
+		n := f * float64(w.Requests)
+		if !w.Gap {
+			reqs += n
+			secs += f * w.Duration().Seconds()
+		}
+		switch {
+		case p.CPUSeconds != nil && n > 0:
+			cpuSecs += f * *p.CPUSeconds
+			cpuReqs += n
+		case p.CPUMicrosPerRequest != nil && n > 0:
+			cpuSecs += *p.CPUMicrosPerRequest * n / 1e6
+			cpuReqs += n
+		}
+		if p.Database != nil && n > 0 {
+			rowsRead += p.Database.RowsReadPerRequest * n
+			rowsReqs += n
 		}
 		if p.RSSBytes != nil {
 			rss = append(rss, float64(*p.RSSBytes))
@@ -77,6 +182,15 @@ func RoundValuesOf(ws []window.Window, warmup time.Duration) (RoundValues, error
 			if p.HeapForcedGC {
 				forced = append(forced, float64(*p.HeapBytes))
 			}
+		}
+	}
+	if sum.Requests > 0 {
+		v[MetricP50Ms] = sum.LatencyMs.P50
+		v[MetricP95Ms] = sum.LatencyMs.P95
+		v[MetricP99Ms] = sum.LatencyMs.P99
+		v[MetricRPS] = sum.RPS
+		if frac != nil && secs > 0 {
+			v[MetricRPS] = reqs / secs
 		}
 	}
 	if cpuReqs > 0 && cpuSecs > 0 {

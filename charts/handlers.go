@@ -50,7 +50,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) error {
 
 func buildRuns(ctx context.Context, st Reader, opts store.ListOptions, pageNum int, now time.Time) (runsView, error) {
 	v := runsView{Page: page{Title: "Runs", Nav: []navLink{{"Schedules", "/schedules"}}}, Q: opts.NameContains, Status: string(opts.Status), Kind: opts.Kind, Schedule: opts.Schedule, PageNum: pageNum,
-		Statuses: []string{"running", "pending", "completed", "failed", "cancelled", "skipped"}, Kinds: []string{"soak", "drive"}}
+		Statuses: []string{"queued", "running", "pending", "completed", "failed", "cancelled", "skipped"}, Kinds: []string{"soak", "drive"}}
 	total, err := st.CountRuns(ctx, opts)
 	if err != nil {
 		return v, err

@@ -40,6 +40,39 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+func TestCompareEvents(t *testing.T) {
+	worse := analysis.Verdict{Metric: analysis.MetricCPUMicrosPerReq, Outcome: analysis.Worse, Ratio: 1.15, Pairs: 3, Summary: "cpu: B lost 3/3 pairs"}
+	quiet := []analysis.Verdict{
+		{Metric: analysis.MetricP50Ms, Outcome: analysis.NoDifference},
+		{Metric: analysis.MetricRPS, Outcome: analysis.Better},
+		{Metric: analysis.MetricP99Ms, Outcome: analysis.Inconclusive},
+	}
+	cp := []analysis.RunChangePoint{{Metric: analysis.MetricCPUMicrosPerReq}}
+	tests := []struct {
+		name  string
+		c     store.Comparison
+		cp    []analysis.RunChangePoint
+		want  []string
+		worse int
+	}{
+		{"clean", store.Comparison{Status: store.Completed, Verdicts: quiet}, nil, nil, 0},
+		{"worse", store.Comparison{Status: store.Completed, Verdicts: append(quiet, worse)}, nil, []string{notify.EventWorse}, 1},
+		{"failed", store.Comparison{Status: store.Failed}, nil, []string{notify.EventFailed}, 0},
+		{"cancelled", store.Comparison{Status: store.Cancelled}, nil, []string{notify.EventFailed}, 0},
+		{"change point", store.Comparison{Status: store.Completed, Verdicts: quiet}, cp, []string{notify.EventChangePoint}, 0},
+		{"worse and a point", store.Comparison{Status: store.Completed, Verdicts: []analysis.Verdict{worse}}, cp, []string{notify.EventWorse, notify.EventChangePoint}, 1},
+	}
+	for _, tt := range tests {
+		got, vs := notify.CompareEvents(tt.c, tt.cp)
+		if !reflect.DeepEqual(got, tt.want) || len(vs) != tt.worse {
+			t.Errorf("%s: CompareEvents = %v, %d verdicts; want %v, %d", tt.name, got, len(vs), tt.want, tt.worse)
+		}
+		if len(vs) > 0 && (vs[0].Metric != worse.Metric || vs[0].Ratio != 1.15 || vs[0].Summary != worse.Summary) {
+			t.Errorf("%s: verdict %+v, want the cpu one", tt.name, vs[0])
+		}
+	}
+}
+
 func TestPost(t *testing.T) {
 	var got notify.Payload
 	status := http.StatusNoContent

@@ -3,7 +3,6 @@ package schedule_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -384,26 +382,7 @@ func TestScheduleOverlapSkipsSpecFirings(t *testing.T) {
 func TestScheduleNotifiesAFailedRun(t *testing.T) {
 	r := newRigWith(t, &activitiestest.Provisioner{Fail: errors.New("no engine here")})
 	ctx := context.Background()
-	var (
-		mu       sync.Mutex
-		tries    int
-		received []notify.Payload
-	)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		tries++
-		if tries <= 2 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		var p notify.Payload
-		if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
-			t.Error(err)
-		}
-		received = append(received, p)
-	}))
-	defer hook.Close()
+	hook := activitiestest.NewReceiver(t, http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusNoContent)
 	sc := schedule.New(r.c)
 	const name = "notify-e2e"
 	in := r.action(2 * time.Second)
@@ -434,12 +413,11 @@ func TestScheduleNotifiesAFailedRun(t *testing.T) {
 	if n := ns[0]; len(ns) != 1 || !n.OK || n.Attempts != 3 || n.URL != hook.URL || len(n.Events) != 1 || n.Events[0] != notify.EventFailed {
 		t.Errorf("notifications = %+v, want one delivered on attempt 3 for event failed", ns)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(received) != 1 {
-		t.Fatalf("received %d notifications, want 1", len(received))
+	got := hook.Delivered()
+	if len(got) != 1 {
+		t.Fatalf("received %d notifications, want 1", len(got))
 	}
-	p := received[0]
+	p := got[0]
 	if p.Schedule != name || p.RunID != run.ID || p.Status != store.Failed || p.Reason == "" || p.URL != "http://127.0.0.1:8099/runs/"+run.ID {
 		t.Errorf("payload = %+v", p)
 	}
@@ -477,21 +455,30 @@ func writeHistory(t *testing.T, c client.Client, id, file string) {
 	t.Logf("wrote %s: %d events", path, len(h.Events))
 }
 
-// A compare schedule's firing records a comparison carrying the schedule's
-// name and runs it: its rounds are runs.
-func TestScheduleCompare(t *testing.T) {
-	r := newRig(t)
-	ctx := context.Background()
-	sc := schedule.New(r.c)
-	const name = "nightly-ab"
+// compareAction is a compare schedule's action: one pair of 2 s rounds,
+// the sides told apart by their env.
+func (r *rig) compareAction() workflows.ScheduledInput {
 	soak := r.action(2 * time.Second)
-	in := workflows.ScheduledInput{Name: "tiny", File: "tiny.yaml", Compare: &workflows.ScheduledCompare{
+	return workflows.ScheduledInput{Name: "tiny", File: "tiny.yaml", Compare: &workflows.ScheduledCompare{
 		Record: store.Comparison{Name: "tiny", Status: store.Pending, Scenario: soak.Scenario, Order: workflows.OrderAB, Pairs: 1,
 			A: store.Build{Env: map[string]string{"SIDE": "a"}}, B: store.Build{Env: map[string]string{"SIDE": "b"}},
 			RoundDuration: 2 * time.Second, Window: time.Second},
 		Scenario: soak.Scenario,
 		Input:    workflows.CompareInput{Name: "tiny", Pairs: 1, Order: workflows.OrderAB, Seed: 7, RoundDuration: 2 * time.Second, Window: time.Second, DisturbedAbove: -1},
 	}}
+}
+
+// A compare schedule's firing records a comparison carrying the schedule's
+// name and runs it: its rounds are runs. It is clean (one pair decides
+// nothing): the schedule's --notify receiver hears nothing.
+func TestScheduleCompare(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	sc := schedule.New(r.c)
+	const name = "nightly-ab"
+	in := r.compareAction()
+	receiver := activitiestest.NewReceiver(t)
+	in.Notify = receiver.URL
 	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, in, false); err != nil {
 		t.Fatal(err)
 	}
@@ -555,6 +542,99 @@ func TestScheduleCompare(t *testing.T) {
 	if h.Kind != history.KindCompare || len(h.Runs) != 2 || h.Runs[0].RunID != ran.ID || h.Runs[0].Excluded ||
 		len(h.Runs[0].Values) == 0 || !h.Runs[1].Excluded || h.Runs[1].Status != store.Skipped {
 		t.Errorf("history = %s %+v; want the comparison with its ratios, then the skipped firing", h.Kind, h.Runs)
+	}
+	// The firing's workflow has ended (its notification step included):
+	// nothing was sent, nothing recorded.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := r.c.GetWorkflow(wctx, "longhaul-compare-"+ran.ID, "").Get(wctx, nil); err != nil {
+		t.Fatalf("the comparison's workflow: %v", err)
+	}
+	waitScheduledEnd(t, r, sc, name)
+	if n := receiver.Posts(); n != 0 {
+		t.Errorf("%d POSTs for a clean comparison, want none", n)
+	}
+	if ns, err := r.st.ComparisonNotifications(ctx, ran.ID); err != nil || len(ns) != 0 {
+		t.Errorf("notifications = %+v, %v; want none", ns, err)
+	}
+}
+
+// waitScheduledEnd waits until every workflow the schedule started has
+// ended.
+func waitScheduledEnd(t *testing.T, r *rig, sc *schedule.Client, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := sc.Describe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.Recent {
+		_ = r.c.GetWorkflow(ctx, f.WorkflowID, "").Get(ctx, nil) // its error is the run's
+		if ctx.Err() != nil {
+			t.Fatalf("the schedule's workflow %s did not end", f.WorkflowID)
+		}
+	}
+}
+
+// A scheduled comparison that fails is notified: the receiver's first 503
+// is retried, and the delivery is recorded with the comparison.
+func TestScheduleNotifiesAFailedComparison(t *testing.T) {
+	r := newRigWith(t, &activitiestest.Provisioner{Fail: errors.New("no engine here")})
+	ctx := context.Background()
+	receiver := activitiestest.NewReceiver(t, http.StatusServiceUnavailable, http.StatusNoContent)
+	sc := schedule.New(r.c)
+	const name = "notify-compare-e2e"
+	in := r.compareAction()
+	in.Notify, in.UIURL = receiver.URL, "http://127.0.0.1:8099"
+	if err := sc.Create(ctx, name, schedule.Spec{Cron: []string{"0 3 * * *"}}, in, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Delete(context.Background(), name) })
+	if err := sc.Trigger(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	var c store.Comparison
+	var ns []store.Notification
+	deadline := time.Now().Add(90 * time.Second)
+	for len(ns) == 0 {
+		cs, err := r.st.ListComparisons(ctx, store.ListOptions{Schedule: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 1 {
+			c = cs[0]
+			if ns, err = r.st.ComparisonNotifications(ctx, c.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no notification recorded after 90 s (comparisons %+v)", cs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if c.Status != store.Failed {
+		t.Errorf("comparison %s is %s (%s), want failed", c.ID, c.Status, c.Reason)
+	}
+	if n := ns[0]; len(ns) != 1 || !n.OK || n.Attempts != 2 || n.URL != receiver.URL || len(n.Events) != 1 || n.Events[0] != notify.EventFailed {
+		t.Errorf("notifications = %+v, want one delivered on attempt 2 for event failed", ns)
+	}
+	got := receiver.Delivered()
+	if len(got) != 1 {
+		t.Fatalf("received %d notifications, want 1", len(got))
+	}
+	p := got[0]
+	if p.Kind != notify.KindCompare || p.Schedule != name || p.ComparisonID != c.ID || p.RunID != "" || p.Status != store.Failed || p.Reason == "" ||
+		p.URL != "http://127.0.0.1:8099/comparisons/"+c.ID || p.HistoryURL != "http://127.0.0.1:8099/schedules/"+name {
+		t.Errorf("payload = %+v", p)
+	}
+	if *updateHistories {
+		waitScheduledEnd(t, r, sc, name)
+		d, err := sc.Describe(ctx, name)
+		if err != nil || len(d.Recent) != 1 {
+			t.Fatalf("describe: %v, %+v", err, d.Recent)
+		}
+		writeHistory(t, r.c, d.Recent[0].WorkflowID, "scheduled-compare-notify.json")
 	}
 }
 

@@ -136,6 +136,9 @@ type Comparisons interface {
 	PutRound(ctx context.Context, comparisonID string, r Round) error
 	// SetComparisonStatus records a status change, like SetStatus for runs.
 	SetComparisonStatus(ctx context.Context, id string, s Status, reason string, at time.Time) error
+	// ComparisonNotifications returns the comparison's notifications in
+	// the order they were put (PutNotification with ComparisonID).
+	ComparisonNotifications(ctx context.Context, comparisonID string) ([]Notification, error)
 	// RoundOfRun returns the comparison id and round a run belongs to, or
 	// ErrNotFound when the run is not a round of any comparison.
 	RoundOfRun(ctx context.Context, runID string) (string, Round, error)

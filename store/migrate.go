@@ -242,6 +242,22 @@ var migrations = []migration{
 		`UPDATE comparisons SET schedule = COALESCE({{DOC_SCHEDULE}}, '')`,
 		`CREATE INDEX comparisons_by_schedule ON comparisons (schedule, created_ns DESC)`,
 	}},
+	{10, "comparison_notifications", []string{
+		// One row per notification a scheduled comparison sent, or failed
+		// to send: notifications are keyed by a run (its foreign key), and
+		// a comparison is not one.
+		`CREATE TABLE comparison_notifications (
+			comparison_id TEXT NOT NULL REFERENCES comparisons (id) ON DELETE CASCADE,
+			seq           BIGINT NOT NULL,
+			url           TEXT NOT NULL,
+			events        TEXT NOT NULL,
+			ok            BIGINT NOT NULL,
+			attempts      BIGINT NOT NULL,
+			error         TEXT NOT NULL DEFAULT '',
+			at_ns         BIGINT NOT NULL,
+			PRIMARY KEY (comparison_id, seq)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

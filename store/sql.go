@@ -521,7 +521,23 @@ func (s *sqlStore) Thresholds(ctx context.Context, runID string) ([]thresholds.R
 
 // --- notifications
 
+// notificationTable says where n is kept: the table, its key column, the
+// key, and what the key names in errors.
+func notificationTable(n Notification) (table, column, key, what string, err error) {
+	switch {
+	case n.RunID != "" && n.ComparisonID != "":
+		return "", "", "", "", fmt.Errorf("put notification: of run %s or of comparison %s, not both", n.RunID, n.ComparisonID)
+	case n.ComparisonID != "":
+		return "comparison_notifications", "comparison_id", n.ComparisonID, "comparison", nil
+	}
+	return "notifications", "run_id", n.RunID, "run", nil
+}
+
 func (s *sqlStore) PutNotification(ctx context.Context, n Notification) error {
+	table, column, key, what, err := notificationTable(n)
+	if err != nil {
+		return err
+	}
 	ok := int64(0)
 	if n.OK {
 		ok = 1
@@ -530,31 +546,44 @@ func (s *sqlStore) PutNotification(ctx context.Context, n Notification) error {
 		n.At = time.Now()
 	}
 	// seq is the next free one; the write connection serialises writers.
-	_, err := s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO notifications (run_id, seq, url, events, ok, attempts, error, at_ns)
-		SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, $3, $4, $5, $6, $7 FROM notifications WHERE run_id = $1`),
-		n.RunID, n.URL, strings.Join(n.Events, ","), ok, n.Attempts, n.Error, toNanos(n.At))
+	_, err = s.w.ExecContext(ctx, s.d.rebind(`INSERT INTO `+table+` (`+column+`, seq, url, events, ok, attempts, error, at_ns)
+		SELECT $1, COALESCE(MAX(seq), -1) + 1, $2, $3, $4, $5, $6, $7 FROM `+table+` WHERE `+column+` = $1`),
+		key, n.URL, strings.Join(n.Events, ","), ok, n.Attempts, n.Error, toNanos(n.At))
 	if err != nil {
 		if isForeignKeyViolation(err) {
-			return fmt.Errorf("put notification of run %s: run %w", n.RunID, ErrNotFound)
+			return fmt.Errorf("put notification of %s %s: %s %w", what, key, what, ErrNotFound)
 		}
-		return fmt.Errorf("put notification of run %s: %w", n.RunID, err)
+		return fmt.Errorf("put notification of %s %s: %w", what, key, err)
 	}
 	return nil
 }
 
 func (s *sqlStore) Notifications(ctx context.Context, runID string) ([]Notification, error) {
-	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT url, events, ok, attempts, error, at_ns FROM notifications WHERE run_id = $1 ORDER BY seq`), runID)
+	return s.notifications(ctx, Notification{RunID: runID})
+}
+
+func (s *sqlStore) ComparisonNotifications(ctx context.Context, comparisonID string) ([]Notification, error) {
+	return s.notifications(ctx, Notification{ComparisonID: comparisonID})
+}
+
+// notifications reads those of the run or comparison that key names.
+func (s *sqlStore) notifications(ctx context.Context, key Notification) ([]Notification, error) {
+	table, column, id, what, err := notificationTable(key)
 	if err != nil {
-		return nil, fmt.Errorf("read notifications of run %s: %w", runID, err)
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT url, events, ok, attempts, error, at_ns FROM `+table+` WHERE `+column+` = $1 ORDER BY seq`), id)
+	if err != nil {
+		return nil, fmt.Errorf("read notifications of %s %s: %w", what, id, err)
 	}
 	defer rows.Close()
 	var out []Notification
 	for rows.Next() {
-		n := Notification{RunID: runID}
+		n := key
 		var events string
 		var ok, at int64
 		if err := rows.Scan(&n.URL, &events, &ok, &n.Attempts, &n.Error, &at); err != nil {
-			return nil, fmt.Errorf("read notifications of run %s: %w", runID, err)
+			return nil, fmt.Errorf("read notifications of %s %s: %w", what, id, err)
 		}
 		n.OK, n.At = ok == 1, fromNanos(at)
 		if events != "" {
@@ -563,7 +592,7 @@ func (s *sqlStore) Notifications(ctx context.Context, runID string) ([]Notificat
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read notifications of run %s: %w", runID, err)
+		return nil, fmt.Errorf("read notifications of %s %s: %w", what, id, err)
 	}
 	return out, nil
 }

@@ -84,16 +84,18 @@ type Run struct {
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
-// Notification is one notification a scheduled run sent (OK) or failed to
-// send after Attempts tries (Error says why).
+// Notification is one notification a scheduled run, or a scheduled
+// comparison, sent (OK) or failed to send after Attempts tries (Error says
+// why). Exactly one of RunID and ComparisonID is set.
 type Notification struct {
-	RunID    string    `json:"run_id"`
-	URL      string    `json:"url"`
-	Events   []string  `json:"events"`
-	OK       bool      `json:"ok"`
-	Attempts int       `json:"attempts"`
-	Error    string    `json:"error,omitempty"`
-	At       time.Time `json:"at"`
+	RunID        string    `json:"run_id,omitempty"`
+	ComparisonID string    `json:"comparison_id,omitempty"`
+	URL          string    `json:"url"`
+	Events       []string  `json:"events"`
+	OK           bool      `json:"ok"`
+	Attempts     int       `json:"attempts"`
+	Error        string    `json:"error,omitempty"`
+	At           time.Time `json:"at"`
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.
@@ -190,7 +192,9 @@ type Store interface {
 	// Thresholds returns the run's judged thresholds in the order they were put.
 	Thresholds(ctx context.Context, runID string) ([]thresholds.Result, error)
 
-	// PutNotification records one notification of the run (sent or not).
+	// PutNotification records one notification of the run, or of the
+	// comparison when n.ComparisonID is set (sent or not); ErrNotFound when
+	// that run or comparison does not exist.
 	PutNotification(ctx context.Context, n Notification) error
 	// Notifications returns the run's notifications in the order they were put.
 	Notifications(ctx context.Context, runID string) ([]Notification, error)

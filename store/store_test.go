@@ -779,4 +779,32 @@ func testNotifications(t *testing.T, open backend) {
 	if err := s.PutNotification(ctx, store.Notification{RunID: "nope", URL: "x"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("PutNotification(unknown run) = %v, want ErrNotFound", err)
 	}
+
+	// A comparison's notifications are its own, apart from any run's.
+	if err := s.PutComparison(ctx, store.Comparison{ID: "c1", Name: "hello", Status: store.Completed, CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	cn := store.Notification{ComparisonID: "c1", URL: "http://127.0.0.1:9/hook", Events: []string{"worse"}, OK: true, Attempts: 2, At: t0.Add(3 * time.Minute)}
+	if err := s.PutNotification(ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	gotC, err := s.ComparisonNotifications(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range gotC {
+		gotC[i].At = gotC[i].At.UTC()
+	}
+	if len(gotC) != 1 || !reflect.DeepEqual(gotC[0], cn) {
+		t.Errorf("ComparisonNotifications = %+v, want [%+v]", gotC, cn)
+	}
+	if got, _ := s.Notifications(ctx, "r1"); len(got) != len(want) {
+		t.Errorf("the run has %d notifications after the comparison's, want %d", len(got), len(want))
+	}
+	if err := s.PutNotification(ctx, store.Notification{ComparisonID: "nope", URL: "x"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PutNotification(unknown comparison) = %v, want ErrNotFound", err)
+	}
+	if err := s.PutNotification(ctx, store.Notification{RunID: "r1", ComparisonID: "c1", URL: "x"}); err == nil {
+		t.Error("PutNotification of a run and a comparison at once: no error")
+	}
 }

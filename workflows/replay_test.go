@@ -12,10 +12,12 @@ import (
 // Likewise for CompareWorkflow (TestGenerateCompareHistories; the -v0 files
 // are from before the compare-heartbeat change), and ScheduledSoakWorkflow
 // (scheduled-*.json, from package schedule's tests with -update-histories:
-// scheduled-notify.json is from before the skipped-firing records).
+// scheduled-notify.json is from before the skipped-firing records;
+// scheduled-compare-notify.json is a compare schedule's failed comparison,
+// notified).
 func TestReplay(t *testing.T) {
 	for _, file := range []string{"testdata/soak-clean.json", "testdata/soak-cancelled.json", "testdata/soak-threshold-abort.json", "testdata/soak-provision-heartbeat.json", "testdata/soak-slots.json",
-		"testdata/compare-clean.json", "testdata/compare-rerun.json", "testdata/scheduled-notify.json", "testdata/scheduled-skips.json",
+		"testdata/compare-clean.json", "testdata/compare-rerun.json", "testdata/scheduled-notify.json", "testdata/scheduled-skips.json", "testdata/scheduled-compare-notify.json",
 		"testdata/compare-clean-v0.json", "testdata/compare-rerun-v0.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

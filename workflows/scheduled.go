@@ -173,18 +173,43 @@ const notifyAttempts = 6
 // records how it went.
 func notifySoak(ctx workflow.Context, in ScheduledInput, runID string) {
 	var a *activities.Activities
-	log := workflow.GetLogger(ctx)
-	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	var notice activities.Notice
+	err := workflow.ExecuteActivity(noticeOptions(ctx), a.PrepareNotice, activities.NoticeInput{RunID: runID, Schedule: in.Schedule, UIURL: in.UIURL}).Get(ctx, &notice)
+	if err != nil {
+		workflow.GetLogger(ctx).Error("notification not prepared", "run", runID, "error", err)
+		return
+	}
+	deliver(ctx, in, notice, store.Notification{RunID: runID})
+}
+
+// notifyCompare sends the comparison's notification, if it has anything to
+// say (it failed, a verdict is worse, its B/A ratios show a new change
+// point), and records how it went with the comparison.
+func notifyCompare(ctx workflow.Context, in ScheduledInput, id string) {
+	var a *activities.Activities
+	var notice activities.Notice
+	err := workflow.ExecuteActivity(noticeOptions(ctx), a.PrepareCompareNotice, activities.CompareNoticeInput{ComparisonID: id, Schedule: in.Schedule, UIURL: in.UIURL}).Get(ctx, &notice)
+	if err != nil {
+		workflow.GetLogger(ctx).Error("notification not prepared", "comparison", id, "error", err)
+		return
+	}
+	deliver(ctx, in, notice, store.Notification{ComparisonID: id})
+}
+
+// noticeOptions are those of preparing and recording a notification.
+func noticeOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           activities.GeneralQueue,
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	var notice activities.Notice
-	err := workflow.ExecuteActivity(general, a.PrepareNotice, activities.NoticeInput{RunID: runID, Schedule: in.Schedule, UIURL: in.UIURL}).Get(ctx, &notice)
-	if err != nil {
-		log.Error("notification not prepared", "run", runID, "error", err)
-		return
-	}
+}
+
+// deliver POSTs notice to in.Notify, unless it has no events, retrying with
+// backoff, and records how it went as rec (keyed by its run or comparison).
+func deliver(ctx workflow.Context, in ScheduledInput, notice activities.Notice, rec store.Notification) {
+	var a *activities.Activities
+	log := workflow.GetLogger(ctx)
 	if len(notice.Payload.Events) == 0 {
 		return
 	}
@@ -196,8 +221,8 @@ func notifySoak(ctx workflow.Context, in ScheduledInput, runID string) {
 			MaximumAttempts: notifyAttempts, NonRetryableErrorTypes: []string{activities.ErrTypeNotifyRejected},
 		},
 	})
-	rec := store.Notification{RunID: runID, URL: in.Notify, Events: notice.Payload.Events}
-	err = workflow.ExecuteActivity(post, a.Notify, activities.NotifyInput{URL: in.Notify, Payload: notice.Payload}).Get(ctx, &rec.Attempts)
+	rec.URL, rec.Events = in.Notify, notice.Payload.Events
+	err := workflow.ExecuteActivity(post, a.Notify, activities.NotifyInput{URL: in.Notify, Payload: notice.Payload}).Get(ctx, &rec.Attempts)
 	if err != nil {
 		rec.Attempts = notifyAttempts
 		var app *temporal.ApplicationError
@@ -205,12 +230,12 @@ func notifySoak(ctx workflow.Context, in ScheduledInput, runID string) {
 			_ = app.Details(&rec.Attempts)
 		}
 		rec.Error = failureReason(err)
-		log.Warn("notification not delivered", "run", runID, "url", in.Notify, "error", err)
+		log.Warn("notification not delivered", "run", rec.RunID, "comparison", rec.ComparisonID, "url", in.Notify, "error", err)
 	} else {
 		rec.OK = true
 	}
-	if err := workflow.ExecuteActivity(general, a.RecordNotification, rec).Get(ctx, nil); err != nil {
-		log.Error("notification not recorded", "run", runID, "error", err)
+	if err := workflow.ExecuteActivity(noticeOptions(ctx), a.RecordNotification, rec).Get(ctx, nil); err != nil {
+		log.Error("notification not recorded", "run", rec.RunID, "comparison", rec.ComparisonID, "error", err)
 	}
 }
 
@@ -236,5 +261,14 @@ func scheduledCompare(ctx, general workflow.Context, in ScheduledInput, id strin
 		WaitForCancellation: true,
 	})
 	var cr CompareResult
-	return workflow.ExecuteChildWorkflow(child, CompareWorkflowName, cin).Get(ctx, &cr)
+	err := workflow.ExecuteChildWorkflow(child, CompareWorkflowName, cin).Get(ctx, &cr)
+	// Version 1 notifies (in.Notify) when the comparison has ended, as a
+	// soak's run does: a delivery that keeps failing is recorded with the
+	// comparison and never changes its result. Compare schedules made
+	// before had no --notify, so their histories never reach the marker.
+	if in.Notify != "" && workflow.GetVersion(ctx, "scheduled-compare-notify", workflow.DefaultVersion, 1) >= 1 {
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		notifyCompare(dctx, in, id)
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/notify"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -118,5 +121,104 @@ func TestScheduledSoakRecordsARejectedNotification(t *testing.T) {
 	}
 	if posts != 1 {
 		t.Errorf("%d POSTs, want 1 (a 404 is not retried)", posts)
+	}
+}
+
+// runScheduledCompare fires a compare schedule "nightly-ab" once, side B
+// burning cpuB times A's CPU per request, notifying hook; it returns the
+// comparison the firing recorded, the fixture and the workflow's error.
+func runScheduledCompare(t *testing.T, cpuB float64, hook string) (store.Comparison, *compareFixture, error) {
+	t.Helper()
+	f := newCompareFixture(t)
+	f.cpuB = cpuB
+	cin := f.in
+	cin.ComparisonID = ""
+	in := ScheduledInput{Schedule: "nightly-ab", Name: "hello", File: "hello.yaml", Notify: hook, UIURL: "http://ui", Compare: &ScheduledCompare{
+		Record: store.Comparison{Name: "hello", Status: store.Pending, Scenario: helloYAML, Order: OrderABBA, Pairs: 3,
+			B: store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}}, RoundDuration: 4 * time.Second, Window: time.Second},
+		Scenario: helloYAML, Input: cin,
+	}}
+	f.env.ExecuteWorkflow(ScheduledWorkflowName, in)
+	if !f.env.IsWorkflowCompleted() {
+		t.Fatal("the scheduled comparison did not complete")
+	}
+	err := f.env.GetWorkflowResult(nil)
+	cs, lerr := f.store.ListComparisons(context.Background(), store.ListOptions{Schedule: "nightly-ab"})
+	if lerr != nil || len(cs) != 1 {
+		t.Fatalf("comparisons of the schedule: %+v, %v; want 1", cs, lerr)
+	}
+	return cs[0], f, err
+}
+
+// A scheduled comparison whose B is worse on CPU per request notifies,
+// and the delivery is recorded with the comparison.
+func TestScheduledCompareNotifiesAWorseVerdict(t *testing.T) {
+	hook := activitiestest.NewReceiver(t)
+	c, f, err := runScheduledCompare(t, 1.15, hook.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != store.Completed || verdict(c, analysis.MetricCPUMicrosPerReq).Outcome != analysis.Worse {
+		t.Fatalf("comparison %s, cpu verdict %+v; want completed and worse", c.Status, verdict(c, analysis.MetricCPUMicrosPerReq))
+	}
+	got := hook.Delivered()
+	if len(got) != 1 || hook.Posts() != 1 {
+		t.Fatalf("received %d notifications in %d POSTs, want 1", len(got), hook.Posts())
+	}
+	p := got[0]
+	if p.Kind != notify.KindCompare || p.Schedule != "nightly-ab" || p.ComparisonID != c.ID || p.Status != store.Completed ||
+		!slices.Contains(p.Events, notify.EventWorse) || p.URL != "http://ui/comparisons/"+c.ID {
+		t.Errorf("payload %+v", p)
+	}
+	if !slices.ContainsFunc(p.Verdicts, func(v notify.Verdict) bool { return v.Metric == analysis.MetricCPUMicrosPerReq && v.Ratio > 1.1 }) {
+		t.Errorf("verdicts %+v, want cpu_us_per_request worse by about 15 %%", p.Verdicts)
+	}
+	ns, _ := f.store.ComparisonNotifications(context.Background(), c.ID)
+	if len(ns) != 1 || !ns[0].OK || ns[0].Attempts != 1 || ns[0].URL != hook.URL || !slices.Equal(ns[0].Events, p.Events) {
+		t.Errorf("notifications = %+v, want one delivered on attempt 1", ns)
+	}
+}
+
+// A clean scheduled comparison (no worse verdict, no failure, no change
+// point) sends nothing and records nothing.
+func TestScheduledCompareCleanDoesNotNotify(t *testing.T) {
+	hook := activitiestest.NewReceiver(t)
+	c, f, err := runScheduledCompare(t, 1, hook.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != store.Completed || len(c.Verdicts) == 0 {
+		t.Fatalf("comparison %s (%s) with %d verdicts, want completed with verdicts", c.Status, c.Reason, len(c.Verdicts))
+	}
+	for _, v := range c.Verdicts {
+		if v.Outcome == analysis.Worse {
+			t.Fatalf("a clean comparison has a worse verdict: %s", v.Summary)
+		}
+	}
+	if n := hook.Posts(); n != 0 {
+		t.Errorf("%d POSTs for a clean comparison, want none", n)
+	}
+	if ns, _ := f.store.ComparisonNotifications(context.Background(), c.ID); len(ns) != 0 {
+		t.Errorf("notifications = %+v, want none", ns)
+	}
+}
+
+// A receiver that keeps failing (503) is retried with backoff; the failure
+// is recorded with the comparison, and the comparison still completes.
+func TestScheduledCompareRecordsAFailingReceiver(t *testing.T) {
+	hook := activitiestest.NewReceiver(t, http.StatusServiceUnavailable)
+	c, f, err := runScheduledCompare(t, 1.15, hook.URL)
+	if err != nil {
+		t.Fatalf("a failing receiver failed the scheduled comparison: %v", err)
+	}
+	if c.Status != store.Completed {
+		t.Errorf("comparison %s (%s), want completed", c.Status, c.Reason)
+	}
+	if n := hook.Posts(); n != notifyAttempts {
+		t.Errorf("%d POSTs, want %d (retried)", n, notifyAttempts)
+	}
+	ns, _ := f.store.ComparisonNotifications(context.Background(), c.ID)
+	if len(ns) != 1 || ns[0].OK || ns[0].Attempts != notifyAttempts || ns[0].Error == "" || !slices.Contains(ns[0].Events, notify.EventWorse) {
+		t.Errorf("notifications = %+v, want one failed after %d attempts", ns, notifyAttempts)
 	}
 }

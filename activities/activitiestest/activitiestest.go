@@ -29,7 +29,9 @@ type Store struct {
 	judged   map[string][]thresholds.Result
 	comps    map[string]store.Comparison
 	notes    map[string][]store.Notification
-	slots    []store.Slot
+	// compNotes are the comparisons' notifications.
+	compNotes map[string][]store.Notification
+	slots     []store.Slot
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -46,6 +48,7 @@ func (s *Store) init() {
 		s.judged = map[string][]thresholds.Result{}
 		s.comps = map[string]store.Comparison{}
 		s.notes = map[string][]store.Notification{}
+		s.compNotes = map[string][]store.Notification{}
 		s.Puts = map[string]int{}
 	}
 }
@@ -186,8 +189,20 @@ func (s *Store) PutNotification(_ context.Context, n store.Notification) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
+	if n.ComparisonID != "" {
+		s.compNotes[n.ComparisonID] = append(s.compNotes[n.ComparisonID], n)
+		return nil
+	}
 	s.notes[n.RunID] = append(s.notes[n.RunID], n)
 	return nil
+}
+
+// ComparisonNotifications implements store.Store.
+func (s *Store) ComparisonNotifications(_ context.Context, id string) ([]store.Notification, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return slices.Clone(s.compNotes[id]), nil
 }
 
 // Notifications implements store.Store.

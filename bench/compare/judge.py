@@ -64,8 +64,41 @@ def pct_(r):
 
 
 def foreign(obj):
-    vals = [r["foreign_cpu"] for r in obj.get("rounds") or []]
+    vals = [r["foreign_cpu"] for r in obj.get("rounds") or [] if not r.get("superseded")]
     return statistics.mean(vals) if vals else 0
+
+
+def reruns(obj):
+    """Pairs rerun because a round was disturbed (superseded rounds / 2)."""
+    return sum(1 for r in obj.get("rounds") or [] if r.get("superseded")) // 2
+
+
+def loadavg(exp, i):
+    """The 1-minute load average before and after the comparison (run.sh's .load file)."""
+    try:
+        ls = open(os.path.join(traces, f"{exp}-{i}.load")).read().split("\n")
+        return "→".join(l.split()[1] for l in ls if l.strip())
+    except (OSError, IndexError):
+        return ""
+
+
+def rounds_sigma(exp):
+    """The round-to-round σ of log(CPU µs per request) read from the rounds
+    themselves (run.sh's .rounds.json): per comparison and side, the sample
+    standard deviation over its current rounds; the median over all of them."""
+    import math
+    sig = []
+    for path in glob.glob(os.path.join(traces, exp + "-*.rounds.json")):
+        try:
+            rs = json.load(open(path))
+        except (OSError, json.JSONDecodeError):
+            continue
+        for side in "AB":
+            v = [math.log(r["cpu_us_per_request"]) for r in rs
+                 if r["side"] == side and r.get("cpu_us_per_request") and not r.get("superseded")]
+            if len(v) >= 2:
+                sig.append(statistics.stdev(v))
+    return statistics.median(sig) if sig else None
 
 
 if sys.argv[1] == "--sigmas":
@@ -92,10 +125,15 @@ w("`bench/compare/run.sh` (" + settings + "), under `flock /tmp/longhaul-measure
 w("--format json` of the demo target (bench/compare/demo-{local,docker}.yaml: parse-mix requests, 8 VUs,")
 kv = dict(x.split("=") for x in settings.split() if "=" in x)
 w(f"SQLite per process), {kv.get('PAIRS', '3')} pairs of {kv.get('ROUND', '10s')} rounds in 1 s windows, 2 s warm-up, ABBA order, 200-request")
-w("equivalence check, on a " + nproc + "-core machine shared with other jobs. `--disturbed-above off`:")
-w("the other jobs kept the host's foreign load far above the default threshold (a quarter of the host),")
-w("so every round would be marked disturbed; the mean foreign load of each comparison's rounds is listed.")
-w("Each comparison object is in traces/.")
+w("equivalence check, on a " + nproc + "-core machine shared with other jobs.")
+if kv.get("DISTURBED", "off") == "off":
+    w("`--disturbed-above off`: no round is marked disturbed; the mean foreign load of each comparison's rounds is listed.")
+else:
+    w(f"`--disturbed-above {kv['DISTURBED']}`" + (" `--rerun-disturbed`" if kv.get("RERUN") else "") +
+      ": a round whose foreign load (CPU busy with neither the target nor longhaul) is above that share of the host"
+      " is disturbed and its pair rerun (at most --pairs reruns); the foreign load listed is the mean of the"
+      " comparison's current rounds, reruns the pairs rerun, load the 1-minute load average before → after.")
+w("Each comparison object is in traces/ (NAME-I.json), with its rounds' values and windows (NAME-I.rounds.json).")
 w("")
 
 summary = []
@@ -107,15 +145,15 @@ def aa(exp, title):
         return
     w(f"## {title}")
     w("")
-    w("| # | exit | equivalence | foreign CPU | " + " | ".join(METRICS) + " |")
-    w("|---|---|---|---|" + "---|" * len(METRICS))
+    w("| # | exit | equivalence | foreign CPU | reruns | load | " + " | ".join(METRICS) + " |")
+    w("|---|---|---|---|---|---|" + "---|" * len(METRICS))
     ok = 0
     eq_ok = 0
     noise = {m: [] for m in METRICS}
     sigma = {m: [] for m in METRICS}
     for i, (code, obj) in enumerate(runs, 1):
         if obj is None or obj.get("type") != "comparison":
-            w(f"| {i} | {code} | (no result) | | " + " | ".join("" for _ in METRICS) + " |")
+            w(f"| {i} | {code} | (no result) | | | | " + " | ".join("" for _ in METRICS) + " |")
             continue
         cells = []
         false = False
@@ -140,7 +178,7 @@ def aa(exp, title):
             eq_ok += 1
         if not false and code == 0 and obj["status"] == "completed":
             ok += 1
-        w(f"| {i} | {code} | {eq} | {foreign(obj) * 100:.0f} % | " + " | ".join(cells) + " |")
+        w(f"| {i} | {code} | {eq} | {foreign(obj) * 100:.0f} % | {reruns(obj)} | {loadavg(exp, i)} | " + " | ".join(cells) + " |")
     w("")
     w(f"**{ok}/{len(runs)}** comparisons completed without a false better/worse; equivalence identical **{eq_ok}/{len(runs)}**.")
     w("")
@@ -150,31 +188,35 @@ def aa(exp, title):
     w("Round-to-round noise (σ of log(value), median over the comparisons) against what the simulation")
     w("in analysis/paired_sim_test.go assumes: " + ", ".join(
         f"{m} {statistics.median(v) * 100:.1f} % (sim {SIM_SIGMA[m] * 100:.1f} %)" for m, v in sigma.items() if v) + ".")
+    rs = rounds_sigma(exp)
+    if rs is not None:
+        w(f"From the rounds themselves (σ of log CPU µs per request over each side's rounds, median): {rs * 100:.1f} %.")
     w("")
     summary.append((title, f"{ok}/{len(runs)} no false verdict; identical {eq_ok}/{len(runs)}"))
 
 
 aa("aa-local", "A vs A, local provider")
 
-def burn(exp, pct, bar):
+def burn(exp, pct, bar, provider="local"):
     runs = load(exp)
     if not runs:
         return
     cal = ""
     try:
-        base = float(open(os.path.join(traces, "calibration.txt")).read().split()[0])
+        name = "calibration.txt" if provider == "local" else f"calibration-{provider}.txt"
+        base = float(open(os.path.join(traces, name)).read().split()[0])
         cal = (f"A's CPU per request measured {base:.1f} µs (the first A/A comparison's rounds after warm-up);"
                f" B runs with DEMO_CPU_BURN_US={round(base * pct / 100)} (+{pct} %).")
     except (OSError, ValueError, IndexError):
         pass
     first = next((o for _, o in runs if o), {})
     plan = f"{first.get('pairs', '?')} pairs of {first.get('round_duration_s', 0):g} s rounds"
-    w(f"## CPU per request +{pct} %, local provider, {plan}" + ("" if bar else " (beside the bar)"))
+    w(f"## CPU per request +{pct} %, {provider} provider, {plan}" + ("" if bar else " (beside the bar)"))
     w("")
     w(cal)
     w("")
-    w("| # | exit | cpu_us_per_request | B/A | 95 % CI | pairs B better | other metrics | foreign CPU |")
-    w("|---|---|---|---|---|---|---|---|")
+    w("| # | exit | cpu_us_per_request | B/A | 95 % CI | pairs B better | other metrics | foreign CPU | reruns | load |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
     ok = 0
     for i, (code, obj) in enumerate(runs, 1):
         if obj is None or obj.get("type") != "comparison":
@@ -187,14 +229,15 @@ def burn(exp, pct, bar):
             ok += 1
         ci = f"[{pct_(v['ci'][0])}, {pct_(v['ci'][1])}]" if v["ci"][0] > 0 else "-"
         reason = f" ({v['reason']})" if v.get("reason") else ""
-        w(f"| {i} | {code} | {v['outcome']}{reason} | {pct_(v['ratio'])} | {ci} | {v['pairs_b_better']}/{v['pairs']} | {others} | {foreign(obj) * 100:.0f} % |")
+        w(f"| {i} | {code} | {v['outcome']}{reason} | {pct_(v['ratio'])} | {ci} | {v['pairs_b_better']}/{v['pairs']} | {others} | {foreign(obj) * 100:.0f} % | {reruns(obj)} | {loadavg(exp, i)} |")
     w("")
     w(f"**{ok}/{len(runs)}** say worse on cpu_us_per_request.")
     w("")
-    summary.append((f"CPU +{pct} %, local, {plan}" + ("" if bar else " (beside the bar)"), f"{ok}/{len(runs)} worse on cpu_us_per_request"))
+    summary.append((f"CPU +{pct} %, {provider}, {plan}" + ("" if bar else " (beside the bar)"), f"{ok}/{len(runs)} worse on cpu_us_per_request"))
 
 
 burn("burn-local", 15, True)
+burn("burn-docker", 15, True, "docker")
 burn("burn50-local", 50, False)
 for path in sorted(glob.glob(os.path.join(traces, "burn-local-p*-1.json"))):
     burn(os.path.basename(path)[:-len("-1.json")], 15, False)

@@ -8,6 +8,7 @@
 #   aa-docker    A vs A, docker provider     → the same
 #   burn-local   B with DEMO_CPU_BURN_US = 15 % of A's measured CPU per request
 #                                              → worse on cpu_us_per_request
+#   burn-docker  the same on the docker provider (calibrated from aa-docker-1)
 #   burn50-local the same at +50 % (beside the bar: an effect above this
 #                machine's noise)
 #   burn-local-pN  burn-local again, meant to be run with PAIRS=N (more, shorter pairs):
@@ -37,9 +38,12 @@ FIRST=${FIRST:-1} # the first repetition's number (with KEEP=1, to add repetitio
 EXPERIMENTS=${EXPERIMENTS:-"aa-local burn-local variant-local aa-docker"}
 ROUND=${ROUND:-10s}
 PAIRS=${PAIRS:-3}
+WARMUP=${WARMUP:-2} # seconds
+DISTURBED=${DISTURBED:-off} # --disturbed-above
+RERUN=${RERUN:-}             # 1: --rerun-disturbed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-traces=bench/compare/traces
+traces=${TRACES:-bench/compare/traces}
 [[ -n "${KEEP:-}" ]] || rm -rf "$traces"
 mkdir -p "$traces"
 
@@ -51,35 +55,53 @@ if [[ -z "$lh" ]]; then
 	go build -o "$work/longhaul" ./cmd/longhaul
 	lh="$work/longhaul"
 fi
-log "building the demo target"
-CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
-sed "s|DEMO_TARGET_BIN|$work/demo-target|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
-cp bench/compare/demo-docker.yaml "$work/demo-docker.yaml"
+demo=${DEMO_BIN:-}
+if [[ -z "$demo" ]]; then
+	log "building the demo target"
+	CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
+	demo="$work/demo-target"
+fi
+sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
+sed "s|longhaul/demo-target:latest|${DEMO_IMAGE:-longhaul/demo-target:latest}|" bench/compare/demo-docker.yaml > "$work/demo-docker.yaml"
 
-common=(--pairs "$PAIRS" --round-duration "$ROUND" --window 1s --warmup 2s --disturbed-above off
+common=(--pairs "$PAIRS" --round-duration "$ROUND" --window 1s --warmup "${WARMUP}s" --disturbed-above "$DISTURBED"
 	--format json --ui-addr off --data "$work/data")
+[[ -z "$RERUN" ]] || common+=(--rerun-disturbed)
 
 # compare NAME I ARGS...: one comparison; its last NDJSON line goes to
 # traces/NAME-I.json, its exit code to traces/NAME-I.exit.
 compare() {
 	local name=$1 i=$2
 	shift 2
-	local start=$SECONDS code=0
+	local start=$SECONDS code=0 load0
+	load0=$(cat /proc/loadavg)
 	"$lh" compare "$@" "${common[@]}" > "$work/out.ndjson" 2> "$work/err.txt" || code=$?
 	tail -n 1 "$work/out.ndjson" > "$traces/$name-$i.json"
 	echo "$code" > "$traces/$name-$i.exit"
-	log "$name #$i: exit $code in $((SECONDS - start)) s"
+	echo "before: $load0" > "$traces/$name-$i.load"
+	echo "after: $(cat /proc/loadavg)" >> "$traces/$name-$i.load"
+	rounds "$traces/$name-$i.json" > "$traces/$name-$i.rounds.json" || true
+	log "$name #$i: exit $code in $((SECONDS - start)) s; $(python3 bench/compare/rounds-line.py "$traces/$name-$i.rounds.json" 2>/dev/null)"
 	if [[ ! -s "$traces/$name-$i.json" ]]; then
 		log "no output; stderr:"
 		cat "$work/err.txt" >&2
 	fi
 }
 
-# calibrate PCT: the mean CPU µs per request of the rounds in
-# traces/aa-local-1.json after warm-up, and PCT % of it.
+# rounds COMPARISON.json: the per-round values and windows (rounds.py).
+rounds() {
+	local runs r
+	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1])).get("rounds") or []))' "$1" 2>/dev/null) || return 0
+	mkdir -p "$work/rounds"
+	for r in $runs; do "$lh" report "$r" --format json --data "$work/data" > "$work/rounds/$r.ndjson" 2>/dev/null || true; done
+	python3 bench/compare/rounds.py "$1" "$WARMUP" "$work/rounds"
+}
+
+# calibrate PCT [PROVIDER]: the mean CPU µs per request of the rounds in
+# traces/aa-PROVIDER-1.json (default local) after warm-up, and PCT % of it.
 calibrate() {
 	local runs
-	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1]))["rounds"]))' "$traces/aa-local-1.json")
+	runs=$(python3 -c 'import json,sys; print(" ".join(r["run_id"] for r in json.load(open(sys.argv[1]))["rounds"]))' "$traces/aa-${2:-local}-1.json")
 	for r in $runs; do "$lh" report "$r" --format json --data "$work/data"; done |
 		python3 -c '
 import json, sys
@@ -94,15 +116,18 @@ m = sum(v) / len(v)
 print(f"{m:.1f} {round(float(sys.argv[1]) / 100 * m)}")' "$1"
 }
 
-# burn PCT: DEMO_CPU_BURN_US for +PCT %, calibrated once (traces/calibration.txt).
+# burn PCT [PROVIDER]: DEMO_CPU_BURN_US for +PCT %, calibrated once per
+# provider (traces/calibration.txt for local, calibration-docker.txt).
 burn() {
-	if [[ ! -s "$traces/calibration.txt" ]]; then
-		[[ -s "$traces/aa-local-1.json" ]] || compare aa-local 1 "$work/demo-local.yaml"
-		calibrate 100 > "$traces/calibration.txt"
-		log "A's CPU per request: $(cut -d' ' -f1 "$traces/calibration.txt") µs"
+	local p=${2:-local} cal=$traces/calibration.txt
+	[[ $p == local ]] || cal=$traces/calibration-$p.txt
+	if [[ ! -s "$cal" ]]; then
+		[[ -s "$traces/aa-$p-1.json" ]] || compare "aa-$p" 1 "$work/demo-$p.yaml"
+		calibrate 100 "$p" > "$cal"
+		log "A's CPU per request ($p): $(cut -d' ' -f1 "$cal") µs"
 	fi
 	python3 -c 'import sys; b = float(open(sys.argv[1]).read().split()[0]); print(round(b * float(sys.argv[2]) / 100))' \
-		"$traces/calibration.txt" "$1"
+		"$cal" "$1"
 }
 
 for exp in $EXPERIMENTS; do
@@ -111,6 +136,7 @@ for exp in $EXPERIMENTS; do
 		aa-local) compare "$exp" "$i" "$work/demo-local.yaml" ;;
 		aa-docker) compare "$exp" "$i" "$work/demo-docker.yaml" ;;
 		burn-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
+		burn-docker) compare "$exp" "$i" "$work/demo-docker.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15 docker)" ;;
 		burn-local-p*) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 15)" ;;
 		burn50-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env "DEMO_CPU_BURN_US=$(burn 50)" ;;
 		variant-local) compare "$exp" "$i" "$work/demo-local.yaml" --b-env DEMO_RESPONSE_VARIANT=1 ;;
@@ -119,6 +145,10 @@ for exp in $EXPERIMENTS; do
 	done
 done
 
-go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
-python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS" > bench/compare/RESULTS.md
-cat bench/compare/RESULTS.md
+results=bench/compare/RESULTS.md
+[[ -z "${TRACES:-}" ]] || results=$traces/RESULTS.md
+if [[ -z "${NO_POWER:-}" ]]; then
+	go run ./bench/compare/power -sigma "$(python3 bench/compare/judge.py --sigmas "$traces")" > "$traces/power.md"
+fi
+python3 bench/compare/judge.py "$traces" "$(nproc)" "ROUND=$ROUND PAIRS=$PAIRS RUNS=$RUNS WARMUP=${WARMUP}s DISTURBED=$DISTURBED${RERUN:+ RERUN=1}" > "$results"
+cat "$results"

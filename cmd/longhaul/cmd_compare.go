@@ -422,40 +422,24 @@ func (a *app) followComparison(ctx context.Context, c client.Client, st store.St
 		}
 		return nil
 	}
-	poll := min(max(p.rec.Window/2, 200*time.Millisecond), time.Second)
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	cancelled := false
-	for {
-		select {
-		case <-a.interrupts:
-			if cancelled {
-				progress.Clear()
-				fmt.Fprintf(a.stderr, "longhaul: detached; %s\n", detachNote)
-				return errSilent{exitFailed}
+	return followUntilDone(ctx, a, c, done, follower{
+		what: "comparison", wr: wr, poll: min(max(p.rec.Window/2, 200*time.Millisecond), time.Second),
+		progress: progress, detachNote: detachNote, tick: printNew,
+		status: func() (store.Status, string) {
+			cmp, err := st.GetComparison(ctx, id)
+			if err != nil {
+				return "", ""
 			}
-			cancelled = true
-			progress.Clear()
-			fmt.Fprintln(a.stderr, "longhaul: cancelling the comparison (tearing down; Ctrl-C again to detach)")
-			if err := c.CancelWorkflow(context.WithoutCancel(ctx), wr.GetID(), wr.GetRunID()); err != nil {
-				fmt.Fprintf(a.stderr, "longhaul: cancel: %v\n", err)
-			}
-		case <-tick.C:
-			if err := printNew(); err != nil {
-				return err
-			}
-		case <-done:
-			if err := printNew(); err != nil {
-				return err
-			}
-			progress.Stop()
+			return cmp.Status, cmp.Reason
+		},
+		finish: func() error {
 			cmp, err := st.GetComparison(ctx, id)
 			if err != nil {
 				return fmt.Errorf("read comparison %s: %w", id, err)
 			}
 			return a.finishComparison(cmp, p.format, failOnWorse)
-		}
-	}
+		},
+	})
 }
 
 // finishComparison prints the report of an ended comparison and maps its

@@ -367,46 +367,23 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 		return nil
 	}
 
-	poll := min(max(p.window/4, 100*time.Millisecond), time.Second)
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	cancelled, saidQueued := false, false
-	for {
-		select {
-		case <-a.interrupts:
-			if cancelled {
-				progress.Clear()
-				fmt.Fprintf(a.stderr, "longhaul: detached; %s\n", p.detachNote)
-				return errSilent{exitFailed}
+	return followUntilDone(ctx, a, c, done, follower{
+		what: "run", wr: wr, poll: min(max(p.window/4, 100*time.Millisecond), time.Second),
+		progress: progress, detachNote: p.detachNote, tick: printNew,
+		status: func() (store.Status, string) {
+			if next > 0 {
+				return store.Running, "" // windows are coming: it got its slot long ago
 			}
-			cancelled = true
-			progress.Clear()
-			fmt.Fprintln(a.stderr, "longhaul: cancelling the run (tearing down; Ctrl-C again to detach)")
-			if err := c.CancelWorkflow(context.WithoutCancel(ctx), wr.GetID(), wr.GetRunID()); err != nil {
-				fmt.Fprintf(a.stderr, "longhaul: cancel: %v\n", err)
+			r, err := st.GetRun(ctx, runID)
+			if err != nil {
+				return "", ""
 			}
-		case <-tick.C:
-			if err := printNew(); err != nil {
-				return err
-			}
-			if next == 0 && !saidQueued {
-				// Before its first window a run may wait for a measurement
-				// slot: say so once, or the wait looks like a hang.
-				if r, err := st.GetRun(ctx, runID); err == nil && r.Status == store.Queued {
-					saidQueued = true
-					progress.Clear()
-					fmt.Fprintf(a.stderr, "longhaul: queued: %s\n", r.Reason)
-				}
-			}
-		case <-done:
-			if err := printNew(); err != nil {
-				return err
-			}
-			// Stop, not Clear: the summary below must not redraw the bar.
-			progress.Stop()
+			return r.Status, r.Reason
+		},
+		finish: func() error {
 			return a.finishReport(ctx, st, runID, p, out, totals.Summary(), report.ProbeProblems(failures))
-		}
-	}
+		},
+	})
 }
 
 // finishReport prints the end of a followed run — the summary, probe

@@ -55,7 +55,7 @@ func (f *scheduleSpecFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.jitter, "jitter", 0, "delay each firing by a random time up to this")
 	fs.StringVar(&f.overlap, "overlap", "", "when a run is still going at the next firing: skip (default; recorded), buffer-one or cancel-other")
 	fs.DurationVar(&f.catchup, "catchup", 0, "run a firing missed while the server was down if it is back within this (default 1h)")
-	fs.StringVar(&f.notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point")
+	fs.StringVar(&f.notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point (with --compare: when the comparison fails, a verdict is worse, or its B/A ratios show a new change point)")
 	fs.StringVar(&f.uiURL, "ui-url", "http://"+charts.DefaultAddr, "base URL of the browser UI, for the links in notifications")
 	f.failOn.register(fs)
 	fs.DurationVar(&f.duration, "duration", 0, "how long each run drives load (default: the scenario's load.duration)")
@@ -144,7 +144,8 @@ func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed
 	if err != nil {
 		return workflows.ScheduledInput{}, badInputf("%s: %v", f.file, err)
 	}
-	return workflows.ScheduledInput{Name: p.rec.Name, File: abs, Compare: &workflows.ScheduledCompare{Record: p.rec, Scenario: p.rec.Scenario, Input: p.in}}, nil
+	return workflows.ScheduledInput{Name: p.rec.Name, File: abs, Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
+		Compare: &workflows.ScheduledCompare{Record: p.rec, Scenario: p.rec.Scenario, Input: p.in}}, nil
 }
 
 func (a *app) scheduleCreateCmd() *cobra.Command {
@@ -217,7 +218,10 @@ func (sf scheduleSpecFlags) spec() (schedule.Spec, error) {
 // turns them into the schedule's action.
 func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
 	// temporal is set so that planSoak leaves ${env:...} to the worker.
-	rf := runFlags{duration: sf.duration, window: sf.window, provider: sf.provider, targetEnv: sf.env, failOn: sf.failOn, format: "text", temporal: "schedule"}
+	// A schedule has no --host-wait: its soaks wait the default
+	// (SoakInput.HostWait 0).
+	rf := runFlags{duration: sf.duration, window: sf.window, provider: sf.provider, targetEnv: sf.env, failOn: sf.failOn, format: "text", temporal: "schedule",
+		hostWait: workflows.DefaultHostWait}
 	p, err := a.planSoak(ctx, file, rf, changed)
 	if err != nil {
 		return workflows.ScheduledInput{}, err
@@ -371,13 +375,15 @@ func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpec
 		}
 		replaced = &in
 	}
+	// --notify and --ui-url are the schedule's, not its runs': a compare
+	// schedule may change them too.
 	runFlagsChanged := false
-	for _, n := range []string{"duration", "window", "provider", "target-env", "fail-on", "notify", "ui-url"} {
+	for _, n := range []string{"duration", "window", "provider", "target-env", "fail-on"} {
 		runFlagsChanged = runFlagsChanged || changed(n)
 	}
 	ch.Action = func(in *workflows.ScheduledInput) error {
 		if in.Compare != nil && (replaced != nil || runFlagsChanged) {
-			return fmt.Errorf("%w: update changes only the spec of a compare schedule; delete it and create it again to change what it compares", schedule.ErrInvalid)
+			return fmt.Errorf("%w: update changes only the spec, --notify and --ui-url of a compare schedule; delete it and create it again to change what it compares", schedule.ErrInvalid)
 		}
 		if replaced != nil {
 			keep := *in

@@ -109,6 +109,20 @@ func TestScheduleCommands(t *testing.T) {
 	if d := describe(); d.Paused || d.Action.TargetEnv["A"] != "1" || d.Action.TargetEnv["DEMO_CPU_BURN_US"] != "80" || d.Spec.Overlap != schedule.OverlapBufferOne {
 		t.Errorf("after update: %+v", d)
 	}
+	// A compare schedule notifies too; update may change its --notify
+	// (only that and the spec).
+	if code, out, errs := run("create", "nightly-ab", "--compare", hello, "--b-env", "DEMO_CPU_BURN_US=80", "--cron", "0 3 * * *", "--notify", "http://127.0.0.1:9/hook"); code != 0 || !strings.Contains(out, "http://127.0.0.1:9/hook") {
+		t.Errorf("create --compare --notify: exit %d, %q %q", code, out, errs)
+	}
+	if code, out, errs := run("update", "nightly-ab", "--notify", "http://127.0.0.1:9/other", "--format", "json"); code != 0 || !strings.Contains(out, `"notify":"http://127.0.0.1:9/other"`) {
+		t.Errorf("update --notify of a compare schedule: exit %d, %q %q", code, out, errs)
+	}
+	if code, _, errs := run("update", "nightly-ab", "--duration", "1m"); code != exitBadInput || !strings.Contains(errs, "compare schedule") {
+		t.Errorf("update --duration of a compare schedule: exit %d, %q", code, errs)
+	}
+	if code, _, errs := run("delete", "nightly-ab"); code != 0 {
+		t.Errorf("delete nightly-ab: exit %d, %q", code, errs)
+	}
 	if code, out, _ := run("delete", "nightly", "--format", "json"); code != 0 || !strings.Contains(out, `"ok":true`) {
 		t.Errorf("delete: exit %d, %q", code, out)
 	}

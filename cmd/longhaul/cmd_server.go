@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/fleet"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -21,6 +23,7 @@ type serverFlags struct {
 	addr        string
 	uiAddr      string
 	namespace   string
+	pushURL     string
 	storeFlags
 }
 
@@ -41,7 +44,10 @@ starting at once on one database are safe. The namespace is created.
 
 It is one node: for a highly available cluster run Temporal's own images and
 point 'longhaul worker --temporal' and 'longhaul run --temporal' at it.
-With --ui-addr it also serves the browser UI on the runs of --store.`,
+With --ui-addr it also serves the browser UI on the runs of --store. With
+--push-url it pushes the fleet's state every 10 s (runs queued, pending and
+running; measurement slots held per worker host; package fleet) and its own
+process metrics to VictoriaMetrics.`,
 		Example: `  longhaul server --persistence postgres://temporal:secret@db:5432/temporal --addr 0.0.0.0:7233
   longhaul worker --temporal server.internal:7233 --store postgres://longhaul:secret@db/results`,
 		Args: cobra.NoArgs,
@@ -54,6 +60,7 @@ With --ui-addr it also serves the browser UI on the runs of --store.`,
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7233", "HOST:PORT the frontend serves on (0.0.0.0:7233 for other machines)")
 	fs.StringVar(&f.namespace, "namespace", devserver.DefaultNamespace, "Temporal namespace to create")
 	uiAddrFlag(fs, &f.uiAddr, "off", "serve the browser UI on HOST:PORT")
+	pushURLFlag(fs, &f.pushURL, "push the fleet's state (queued and running soaks, slots held per host) of --store every 10 s to URL")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -62,6 +69,9 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 	host, port, err := parseListenAddr(f.addr)
 	if err != nil {
 		return badInputf("--addr: %v", err)
+	}
+	if err := checkPushURL(f.pushURL); err != nil {
+		return err
 	}
 	opts := devserver.Options{Host: host, Port: port, Namespace: f.namespace, Logger: a.logger()}
 	persistence := f.persistence
@@ -87,12 +97,25 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 		return badInput{err}
 	}
 	defer srv.Stop()
-	if !strings.EqualFold(f.uiAddr, "off") && f.uiAddr != "" {
-		st, where, err := a.openStore(ctx, f.storeFlags)
-		if err != nil {
+	withUI := !strings.EqualFold(f.uiAddr, "off") && f.uiAddr != ""
+	var (
+		st    store.Store
+		where string
+	)
+	if withUI || f.pushURL != "" {
+		if st, where, err = a.openStore(ctx, f.storeFlags); err != nil {
 			return err
 		}
 		defer st.Close()
+	}
+	if f.pushURL != "" {
+		pctx, stopPush := context.WithCancel(ctx)
+		defer stopPush()
+		hostname, _ := os.Hostname()
+		go fleet.Pusher{Store: st, URL: f.pushURL, Host: hostname, Logger: a.logger()}.Run(pctx)
+		fmt.Fprintf(a.stdout, "pushing the fleet's state of store %s to %s\n", where, f.pushURL)
+	}
+	if withUI {
 		ui, err := a.startUI(st, f.uiAddr, false)
 		if err != nil {
 			return err

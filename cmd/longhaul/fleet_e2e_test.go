@@ -11,18 +11,18 @@ import (
 	"github.com/longhaul-dev/longhaul/store"
 )
 
-// fleet is `longhaul dev` without its worker plus one `longhaul worker` per
+// testFleet is `longhaul dev` without its worker plus one `longhaul worker` per
 // host id, all on this machine and one data directory (one store).
-type fleet struct {
+type testFleet struct {
 	t       *testing.T
 	addr    string
 	data    string
 	workers map[string]*proc
 }
 
-func startFleet(t *testing.T, hosts ...string) *fleet {
+func startFleet(t *testing.T, hosts ...string) *testFleet {
 	t.Helper()
-	f := &fleet{t: t, data: t.TempDir(), workers: map[string]*proc{}}
+	f := &testFleet{t: t, data: t.TempDir(), workers: map[string]*proc{}}
 	_, f.addr = startDev(t, f.data, "--worker=false")
 	for _, h := range hosts {
 		f.startWorker(h)
@@ -31,7 +31,7 @@ func startFleet(t *testing.T, hosts ...string) *fleet {
 }
 
 // startWorker starts the worker of host id h, with one measurement slot.
-func (f *fleet) startWorker(h string) {
+func (f *testFleet) startWorker(h string) {
 	f.t.Helper()
 	w := startProc(f.t, "worker", "--temporal", f.addr, "--data", f.data, "--host-id", h, "--slots", "1")
 	w.waitFor("worker on", time.Minute)

@@ -45,13 +45,7 @@ ops:
 //
 //	go test ./cmd/longhaul -run TestGenerateSoakHistories -update-histories
 func TestGenerateSoakHistories(t *testing.T) {
-	if !*updateHistories {
-		t.Skip("run with -update-histories to regenerate workflows/testdata/soak-*.json")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := replayClient(ctx, t, quiet)
+	ctx, quiet, c := replaySetup(t, 2*time.Minute, "run with -update-histories to regenerate workflows/testdata/soak-*.json")
 
 	reached := make(chan struct{})
 	drv := &activitiestest.Driver{Before: func(ctx context.Context, call, index int) error {
@@ -118,13 +112,7 @@ func TestGenerateSoakHistories(t *testing.T) {
 //
 //	go test ./cmd/longhaul -run TestGenerateCompareHistories -update-histories
 func TestGenerateCompareHistories(t *testing.T) {
-	if !*updateHistories {
-		t.Skip("run with -update-histories to regenerate workflows/testdata/compare-*.json")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := replayClient(ctx, t, quiet)
+	ctx, quiet, c := replaySetup(t, 4*time.Minute, "run with -update-histories to regenerate workflows/testdata/compare-*.json")
 
 	st := &activitiestest.Store{}
 	drv := &activitiestest.Driver{}
@@ -218,13 +206,7 @@ func replayClient(ctx context.Context, t *testing.T, quiet *slog.Logger) client.
 //
 //	go test ./cmd/longhaul -run TestGenerateProvisionHeartbeatHistory -args -update-histories
 func TestGenerateProvisionHeartbeatHistory(t *testing.T) {
-	if !*updateHistories {
-		t.Skip("run with -update-histories to regenerate workflows/testdata/soak-provision-heartbeat.json")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := replayClient(ctx, t, quiet)
+	ctx, quiet, c := replaySetup(t, 2*time.Minute, "run with -update-histories to regenerate workflows/testdata/soak-provision-heartbeat.json")
 	acts := &activities.Activities{
 		Store: &activitiestest.Store{}, Provisioner: &activitiestest.Provisioner{}, Driver: &activitiestest.Driver{},
 		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
@@ -244,6 +226,20 @@ func TestGenerateProvisionHeartbeatHistory(t *testing.T) {
 		t.Fatalf("soak: %v", err)
 	}
 	writeHistory(t, c, id, "soak-provision-heartbeat.json")
+}
+
+// replaySetup skips unless -update-histories is given (skip says what then
+// runs), and returns a context bounded by timeout, a quiet logger and a
+// client of a fresh embedded server.
+func replaySetup(t *testing.T, timeout time.Duration, skip string) (context.Context, *slog.Logger, client.Client) {
+	t.Helper()
+	if !*updateHistories {
+		t.Skip(skip)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return ctx, quiet, replayClient(ctx, t, quiet)
 }
 
 func writeHistory(t *testing.T, c client.Client, id, file string) {
@@ -274,13 +270,7 @@ func writeHistory(t *testing.T, c client.Client, id, file string) {
 //
 //	go test ./cmd/longhaul -run TestGenerateSlotsHistory -args -update-histories
 func TestGenerateSlotsHistory(t *testing.T) {
-	if !*updateHistories {
-		t.Skip("run with -update-histories to regenerate workflows/testdata/soak-slots.json")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c := replayClient(ctx, t, quiet)
+	ctx, quiet, c := replaySetup(t, 2*time.Minute, "run with -update-histories to regenerate workflows/testdata/soak-slots.json")
 	st := &activitiestest.Store{}
 	if ok, _, _ := st.ClaimSlot(ctx, store.Slot{Holder: "another-run", Host: "replay"}, 1); !ok {
 		t.Fatal("seeding the held slot failed")

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,8 +51,30 @@ func TestServerOnPostgres(t *testing.T) {
 	s1.stop()
 	s2.stop()
 
-	s3, addr := startServerProc(t, persistence)
+	pushes := make(chan string, 100)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(zr)
+		select {
+		case pushes <- string(b):
+		default:
+		}
+	}))
+	defer receiver.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(t)))
+	s3 := startProc(t, "server", "--persistence", persistence, "--addr", addr, "--store", results, "--push-url", receiver.URL+"/api/v1/import/prometheus")
 	s3.waitFor("temporal server at", 2*time.Minute)
+	select {
+	case body := <-pushes:
+		if !strings.Contains(body, `longhaul_fleet_runs{host=`) || !strings.Contains(body, `process_cpu_seconds_total{host=`) {
+			t.Errorf("the server's push lacks the fleet's or the process's metrics:\n%s", body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("no push from longhaul server --push-url within 30 s")
+	}
 	data := t.TempDir()
 	w := startProc(t, "worker", "--temporal", addr, "--data", data, "--store", results, "--host-id", "team-host-1")
 	w.waitFor("worker on", time.Minute)

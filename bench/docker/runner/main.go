@@ -8,6 +8,10 @@
 //	docker-published  docker, through the published 127.0.0.1 port and
 //	                  docker-proxy, the route before issue 9
 //	                  (LONGHAUL_DOCKER_ROUTE=published-port)
+//	docker-nolimit    docker-netns with the target's CPU limit raised to
+//	                  every core of the host (target.resources.cpus), as
+//	                  the local provider's process has: separates the
+//	                  container limit (1 CPU by default) from the rest
 //
 // in interleaved rounds (the order rotates every round, so each variant
 // runs first, second and third equally often). Over the windows after the
@@ -45,12 +49,46 @@ import (
 // variant is one way to run the soak.
 type variant struct {
 	name, provider, route string
+	// allCPUs: the target container may use every core (target.resources.cpus).
+	allCPUs bool
 }
 
 var allVariants = []variant{
-	{"local", "local", ""},
-	{"docker-netns", "docker", "netns"},
-	{"docker-published", "docker", "published-port"},
+	{"local", "local", "", false},
+	{"docker-netns", "docker", "netns", false},
+	{"docker-published", "docker", "published-port", false},
+	{"docker-nolimit", "docker", "netns", true},
+}
+
+// withAllCPUs writes a copy of the scenario beside it (so its relative
+// paths still hold) whose target may use every core, and returns its path.
+func withAllCPUs(scenario string) (string, error) {
+	b, err := os.ReadFile(scenario)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(string(b), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "    resources:") {
+			return "", fmt.Errorf("%s already sets target.resources", scenario)
+		}
+		if at < 0 && strings.HasPrefix(l, "    image: ") {
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", fmt.Errorf("%s: no target image line to put resources after", scenario)
+	}
+	res := fmt.Sprintf("    resources: {cpus: %d}", runtime.NumCPU())
+	lines = append(lines[:at+1], append([]string{res}, lines[at+1:]...)...)
+	f, err := os.CreateTemp(filepath.Dir(scenario), ".bench-allcpus-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = f.WriteString(strings.Join(lines, "\n"))
+	return f.Name(), err
 }
 
 // windowLine is what the bench reads of a window line.
@@ -182,7 +220,15 @@ func soak(c config, v variant, round int, stderr io.Writer) result {
 	}
 	defer os.RemoveAll(data)
 	mark := strconv.FormatUint(rand.Uint64(), 36)
-	cmd := exec.Command(c.longhaul, "run", c.scenario, "--provider", v.provider, "--format", "json",
+	scenario := c.scenario
+	if v.allCPUs {
+		if scenario, err = withAllCPUs(c.scenario); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+		defer os.Remove(scenario)
+	}
+	cmd := exec.Command(c.longhaul, "run", scenario, "--provider", v.provider, "--format", "json",
 		"--duration", c.duration.String(), "--window", c.window.String(), "--data", data,
 		"--target-env", "BENCH_MARK="+mark)
 	cmd.Env = append(os.Environ(), "LONGHAUL_DOCKER_ROUTE="+v.route)
