@@ -599,6 +599,47 @@ func TestCollapseNamesTheSQLiteTable(t *testing.T) {
 	}
 }
 
+// A driver and target starved of CPU in more than half of the windows
+// (every odd one and every fifth): each op's p50 is 150 ms longer there,
+// which squeezes list's p50 relative to the others' towards 1. Those windows are left out of the op trends, so list and items
+// are still named; with them in (MaxCommonSlowdown out of reach), they are
+// not.
+func TestCollapseSQLiteIgnoresStalledWindows(t *testing.T) {
+	ws := opWindows(func(op string, i int) float64 {
+		p50 := map[string]float64{"create": 1.2, "get": 0.9, "list": 1.1}[op] * (1 + 0.03*math.Sin(float64(i)*2.3))
+		if op == "list" {
+			p50 += 0.1 * float64(i) // the scan: 1.1 → 4 ms
+		}
+		if i%2 == 1 || i%5 == 0 {
+			p50 += 150
+		}
+		return p50
+	}, func(i int) float64 { return 300 })
+	for i := range ws {
+		ws[i].Probes.SQLite = &window.SQLite{Tables: []window.SQLiteTable{
+			{Name: "items", Rows: int64(1000 + 700*i)}, {Name: "users", Rows: 16},
+		}}
+	}
+	for _, tt := range []struct {
+		maxCommon float64
+		op        string
+	}{{0, "list"}, {1e12, ""}} {
+		o := DefaultOptions()
+		if tt.maxCommon > 0 {
+			o.Collapse.MaxCommonSlowdown = tt.maxCommon
+		}
+		res := Analyze(ws, o)
+		f, _ := find(res, KindCollapse)
+		got := f.Evidence.Op
+		if f.Severity.Rank() < Warning.Rank() || f.Evidence.Table == "" {
+			got = ""
+		}
+		if got != tt.op || tt.op != "" && f.Evidence.Table != "items" {
+			t.Errorf("MaxCommonSlowdown %g: collapse naming op %q, table %q, want op %q; got %s", tt.maxCommon, got, f.Evidence.Table, tt.op, describe(res))
+		}
+	}
+}
+
 // A saturated SQLite target: every op slows alike (the queue), so no op is
 // named, but the CPU per request rises with items, which names the table.
 func TestCollapseSaturatedSQLiteNamesTheTable(t *testing.T) {

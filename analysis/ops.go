@@ -102,15 +102,21 @@ func (a *analyzer) opTrends(inc *incarnation, pos []int) []OpTrend {
 			if len(scaled) > 0 {
 				commons[j] = medianInPlace(scaled)
 			}
-			if commons[j] > 0 && commons[j] < o.MaxCommonSlowdown {
-				calm++
-			}
 		}
 		// Windows where every other op stalled are left out, unless too
 		// few are left (a saturated target: then none tells the ops apart).
+		// The usual level is the lower quartile of the common levels, not
+		// their median: stalls can take half of the windows or more.
+		usual := Quantile(commons, 0.25)
+		stalled := func(j int) bool { return commons[j] >= o.MaxCommonSlowdown*usual }
+		for j := range commons {
+			if commons[j] > 0 && !stalled(j) {
+				calm++
+			}
+		}
 		keep := func(j int) bool { return commons[j] > 0 }
 		if calm >= o.MinWindows {
-			keep = func(j int) bool { return commons[j] > 0 && commons[j] < o.MaxCommonSlowdown }
+			keep = func(j int) bool { return commons[j] > 0 && !stalled(j) }
 		}
 		var p50, p99, rel []float64
 		t := OpTrend{Op: name, rel: make(map[int]float64, len(s.at))}

@@ -228,8 +228,10 @@ type CollapseOptions struct {
 	// be blamed without rows-read statistics. Default 1,000.
 	MinTableRowIncrease float64
 	// MaxCommonSlowdown: a window in which the other ops' p50s (each scaled
-	// by its own median, as for OpTrend.Lead) are at this many times their
-	// usual values or more is left out of an op's relative trend. There the
+	// by its own median, as for OpTrend.Lead; their median in the window) are
+	// at this many times their usual level or more (the lower quartile over
+	// the windows: stalls can take half of them) is left out of an op's
+	// trend, unless fewer than MinWindows would be left. There the
 	// machine, not the op, sets every latency: a driver and target starved
 	// of CPU add tens to hundreds of milliseconds to every request alike,
 	// which squeezes the op's p50 relative to the others' towards 1 and

@@ -62,7 +62,7 @@ var variants = []variant{
 	// The SQLite twins run 3 minutes: at 300 requests/s the no-index list
 	// scan only costs about 0.08 µs per row, so in 90 s (10k rows) list's
 	// p50 goes from ~1.1 to ~1.9 ms, too little to stand out of a busy
-	// machine's noise; in 3 minutes (20k rows) it about trebles.
+	// machine's noise; in 3 minutes (20k rows) it more than doubles.
 	{"sqlite-noindex", "sqlite-%s.yaml", []string{"DEMO_INDEX_BUCKET=false"}, "collapse on items, op list", wantCollapseItemsList, 3 * time.Minute},
 	{"sqlite-clean", "sqlite-%s.yaml", nil, "no warning-or-worse", wantNothing, 3 * time.Minute},
 }
