@@ -279,5 +279,5 @@ if os.path.exists(power):
     w("")
 
 out = ["| experiment | result |", "|---|---|"] + [f"| {t} | {r} |" for t, r in summary] + [""]
-idx = lines.index("") + 1
-print("\n".join(lines[:idx + 8] + out + lines[idx + 8:]))
+idx = next(i for i, l in enumerate(lines) if l.startswith("## "))  # the summary goes before the first section
+print("\n".join(lines[:idx] + out + lines[idx:]))
