@@ -178,6 +178,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		srv, err = startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
 	}
+	// Two servers starting at once on one new PostgreSQL database both
+	// write the cluster's metadata when they start; the loser of that race
+	// fails with "failed to initialize current cluster metadata" (seen in
+	// CI), and finds the winner's row when it starts again.
+	for retry := 0; retry < startRetries && opts.Postgres != "" && clusterMetadataRace(err); retry++ {
+		opts.Logger.Info("another server wrote the cluster metadata at the same moment; starting again")
+		time.Sleep(time.Duration(retry+1) * 300 * time.Millisecond)
+		srv, err = startServer(cfg, dc, newServerLogger(opts.Logger, stopping))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start temporal server on %s: %w", p.where, err)
 	}
@@ -505,4 +514,10 @@ func waitAccepting(ctx context.Context, addr string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// clusterMetadataRace reports whether err is the Temporal server's failure
+// to write its cluster metadata because another server wrote it first.
+func clusterMetadataRace(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "failed to initialize current cluster metadata")
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // fakeProc writes a /proc with a cpu line and processes pid → (ppid, comm, ticks, cgroup).
@@ -83,9 +84,14 @@ func TestHostLoadReal(t *testing.T) {
 	}
 	h := NewHostLoad(HostLoadConfig{})
 	h.Sample()
+	// Spin for a fixed time, not a fixed count: /proc/stat counts in
+	// 10 ms ticks, and a fast machine ran 20 M additions within one tick,
+	// leaving the interval empty (seen in CI).
 	x := 0
-	for i := range 20_000_000 {
-		x += i
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+		for i := range 100_000 {
+			x += i
+		}
 	}
 	got, ok := h.Sample()
 	if !ok || got < 0 || got > 1 {
