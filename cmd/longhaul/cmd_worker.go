@@ -83,7 +83,11 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer w.Stop()
-	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s, %d measurement slot(s); store %s\n", f.temporal, f.namespace, w.HostQueue(), f.slots, svc.where)
+	slots := "1 measurement slot"
+	if f.slots != 1 {
+		slots = fmt.Sprintf("%d measurement slots", f.slots)
+	}
+	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s, %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), slots, svc.where)
 	select {
 	case <-ctx.Done():
 	case <-a.interrupts:
