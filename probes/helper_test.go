@@ -71,7 +71,8 @@ func runHelper(mode string) {
 		burnCPU(helperBurn)
 		fmt.Println("done")
 		io.Copy(io.Discard, in) // until the test closes stdin
-	case "idle":
+	case "idle": // say so once running (its memory mapped), then live until killed
+		fmt.Println("ready")
 		time.Sleep(time.Hour)
 	default:
 		panic("unknown helper mode " + mode)

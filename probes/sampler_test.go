@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -331,11 +332,21 @@ func TestSampleBudget(t *testing.T) {
 
 func TestSampleProcess(t *testing.T) {
 	c := helperCmd("idle")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Wait()
 	defer c.Process.Kill()
+	// Sampling before the helper is running can read a process that is
+	// still inside execve, whose new address space has no resident pages
+	// yet (RSS 0, seen once in CI); wait until it says it is running.
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		t.Fatalf("idle helper said %q, want ready", line)
+	}
 	s, err := New(Config{PID: c.Process.Pid, Window: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
