@@ -71,7 +71,7 @@ func runHelper(mode string) {
 		burnCPU(helperBurn)
 		fmt.Println("done")
 		io.Copy(io.Discard, in) // until the test closes stdin
-	case "idle": // say so once running (its memory mapped), then live until killed
+	case "idle": // say so once past execve (running Go code), then live until killed
 		fmt.Println("ready")
 		time.Sleep(time.Hour)
 	default:
