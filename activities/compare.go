@@ -442,6 +442,9 @@ type VerdictsInput struct {
 	ComparisonID string
 	Warmup       time.Duration
 	Options      analysis.PairedOptions
+	// Host is the host queue the rounds ran on, recorded with the verdicts:
+	// later comparisons pool the noise of earlier ones on the same host.
+	Host string
 }
 
 // VerdictsResult counts the outcomes.
@@ -497,7 +500,16 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 		}
 		pairs = append(pairs, analysis.Pair{A: va, B: vb, Disturbed: sa.disturbed || sb.disturbed})
 	}
-	vs := analysis.ComparePairs(pairs, in.Options)
+	if in.Host != "" {
+		c.Host = in.Host
+	}
+	opts := in.Options
+	if opts.Prior == nil {
+		if opts.Prior, err = a.priorNoise(ctx, c); err != nil {
+			return VerdictsResult{}, err
+		}
+	}
+	vs := analysis.ComparePairs(pairs, opts)
 	c.Verdicts, c.Rounds = vs, nil
 	if err := a.Store.PutComparison(ctx, c); err != nil {
 		return VerdictsResult{}, fmt.Errorf("record verdicts: %w", err)
@@ -516,4 +528,39 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 		}
 	}
 	return res, nil
+}
+
+// priorComparisons is how many earlier comparisons' noise a comparison
+// pools: enough for a t with 10–20 degrees of freedom from 3-pair
+// comparisons, recent enough to be this host as it is now.
+const priorComparisons = 10
+
+// priorNoise gathers the pair-to-pair noise of the newest completed
+// comparisons like c — the same scenario, host, provider, round duration,
+// window and warm-up, so their rounds are the same measurement — per
+// metric (analysis.PriorNoise). Their builds may differ: a build's change
+// shifts its log-ratios, not their spread around the mean.
+func (a *Activities) priorNoise(ctx context.Context, c store.Comparison) (map[string]analysis.PriorNoise, error) {
+	cs, err := a.Store.ListComparisons(ctx, store.ListOptions{Name: c.Name, Status: store.Completed, Limit: 200})
+	if err != nil {
+		return nil, fmt.Errorf("verdicts: earlier comparisons of %s: %w", c.Name, err)
+	}
+	prior := map[string]analysis.PriorNoise{}
+	used := 0
+	for _, e := range cs { // newest first
+		if used == priorComparisons {
+			break
+		}
+		if e.ID == c.ID || !e.CreatedAt.Before(c.CreatedAt) || e.Host != c.Host || e.Provider != c.Provider ||
+			e.RoundDuration != c.RoundDuration || e.Window != c.Window || e.Warmup != c.Warmup {
+			continue
+		}
+		used++
+		for _, v := range e.Verdicts {
+			p := prior[v.Metric]
+			p.Add(v)
+			prior[v.Metric] = p
+		}
+	}
+	return prior, nil
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 func TestSignTest(t *testing.T) {
@@ -166,6 +168,76 @@ func TestComparePairsAllMetrics(t *testing.T) {
 	for m, o := range want {
 		if got[m] != o {
 			t.Errorf("%s: %s, want %s", m, got[m], o)
+		}
+	}
+}
+
+func TestPairedVerdictPooled(t *testing.T) {
+	// Own log-ratios 0.08, 0.10, 0.12: sd 0.02 over 2 df. The history: 10 df
+	// at sd 0.02 → pooled sd 0.02 at 12 df, t(0.975, 12) = 2.1788.
+	prior := PriorNoise{}
+	for range 5 {
+		prior.Add(Verdict{Pairs: 3, SD: 0.02})
+	}
+	if prior.DF != 10 || prior.Comparisons != 5 || math.Abs(prior.SS-10*0.0004) > 1e-12 {
+		t.Fatalf("prior = %+v, want 10 df from 5 comparisons", prior)
+	}
+	prior.Add(Verdict{Pairs: 1, SD: 0.5}) // one pair has no spread: nothing added
+	prior.Add(Verdict{Pairs: 3})          // no SD recorded (an older comparison)
+	if prior.DF != 10 || prior.Comparisons != 5 {
+		t.Fatalf("prior = %+v after verdicts without a spread", prior)
+	}
+	ps := pairs(math.Exp(0.08), math.Exp(0.10), math.Exp(0.12))
+	v := PairedVerdict(MetricCPUMicrosPerReq, ps, PairedOptions{Prior: map[string]PriorNoise{MetricCPUMicrosPerReq: prior}})
+	half := 2.1788128296672284 * 0.02 / math.Sqrt(3)
+	if got, want := v.CI, [2]float64{math.Exp(0.10 - half), math.Exp(0.10 + half)}; math.Abs(got[0]-want[0]) > 1e-9 || math.Abs(got[1]-want[1]) > 1e-9 {
+		t.Errorf("CI = %v, want %v", got, want)
+	}
+	if v.Method != MethodTLogRatioPooled || v.DF != 12 || v.PooledFrom != 5 || math.Abs(v.SD-0.02) > 1e-12 || v.Outcome != Worse {
+		t.Errorf("verdict = %+v, want worse by %s at 12 df from 5 earlier comparisons", v, MethodTLogRatioPooled)
+	}
+	// Another metric's history does not apply.
+	if w := PairedVerdict(MetricP50Ms, ps, PairedOptions{Prior: map[string]PriorNoise{MetricCPUMicrosPerReq: prior}}); w.Method != MethodTLogRatio || w.DF != 2 || w.PooledFrom != 0 {
+		t.Errorf("p50 with only a CPU history: %+v", w)
+	}
+
+	// Pairs ten times noisier than the history: it is set aside (F test),
+	// and the reason says so.
+	quiet := PriorNoise{}
+	for range 5 {
+		quiet.Add(Verdict{Pairs: 3, SD: 0.002})
+	}
+	noisy := pairs(1.01, 1.3, 1.02)
+	v = PairedVerdict(MetricP99Ms, noisy, PairedOptions{Prior: map[string]PriorNoise{MetricP99Ms: quiet}})
+	if v.Method != MethodTLogRatio || v.DF != 2 || v.PooledFrom != 0 || v.Outcome != Inconclusive ||
+		!strings.Contains(v.Reason, "noisier than the 5 earlier comparisons") {
+		t.Errorf("noisy pairs against a quiet history: %+v", v)
+	}
+	// 6 pairs pooled: the method names both.
+	six := pairs(1.2, 1.2, 1.21, 1.19, 1.2, 1.22)
+	if v := PairedVerdict(MetricP50Ms, six, PairedOptions{Prior: map[string]PriorNoise{MetricP50Ms: prior}}); v.Method != MethodTLogRatioPooledWilcoxon || v.DF != 15 {
+		t.Errorf("6 pairs pooled: method %s at %d df", v.Method, v.DF)
+	}
+}
+
+func TestPairedVerdictFamily(t *testing.T) {
+	// Bonferroni over 4 metrics: the interval is t(1 − 0.05/8, 2) wide, and
+	// the +10 % that one metric alone calls worse is no longer resolved by
+	// 3 pairs of their own (a history of earlier comparisons resolves it).
+	ps := pairs(math.Exp(0.08), math.Exp(0.10), math.Exp(0.12))
+	v := PairedVerdict(MetricCPUMicrosPerReq, ps, PairedOptions{Family: 4})
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 2}.Quantile(1 - 0.05/8)
+	half := q * 0.02 / math.Sqrt(3)
+	if math.Abs(v.CI[0]-math.Exp(0.10-half)) > 1e-9 || v.Family != 4 || v.Outcome != Inconclusive {
+		t.Errorf("family of 4: CI %v family %d %s, want lower %v", v.CI, v.Family, v.Outcome, math.Exp(0.10-half))
+	}
+	// ComparePairs counts the metrics it can decide: here p50, CPU and rps
+	// are measured in 3 pairs, the rest not at all.
+	a := RoundValues{MetricP50Ms: 2, MetricCPUMicrosPerReq: 100, MetricRPS: 1000}
+	b := RoundValues{MetricP50Ms: 2, MetricCPUMicrosPerReq: 115, MetricRPS: 1000}
+	for _, v := range ComparePairs([]Pair{{A: a, B: b}, {A: a, B: b}, {A: a, B: b}}, PairedOptions{}) {
+		if v.Family != 3 && v.Pairs > 0 {
+			t.Errorf("%s: family %d, want the 3 measured metrics", v.Metric, v.Family)
 		}
 	}
 }

@@ -35,6 +35,13 @@ const (
 	// MethodTLogRatioWilcoxon: as MethodTLogRatio, and from 6 pairs the
 	// Wilcoxon signed-rank test must agree.
 	MethodTLogRatioWilcoxon = "t-log-ratio+wilcoxon"
+	// MethodTLogRatioPooled: as MethodTLogRatio, with the standard
+	// deviation of the log-ratios pooled with that of earlier comparisons
+	// of the same scenario on the same host (PairedOptions.Prior), and t at
+	// the pooled degrees of freedom.
+	MethodTLogRatioPooled = "t-log-ratio-pooled"
+	// MethodTLogRatioPooledWilcoxon: pooled, and from 6 pairs Wilcoxon too.
+	MethodTLogRatioPooledWilcoxon = "t-log-ratio-pooled+wilcoxon"
 )
 
 // Verdict is the answer for one metric of a paired comparison. Ratios are
@@ -68,6 +75,20 @@ type Verdict struct {
 	Floor float64 `json:"floor"`
 	// HigherIsBetter is set for throughput.
 	HigherIsBetter bool `json:"higher_is_better,omitempty"`
+	// SD is the sample standard deviation of this comparison's own pair
+	// log-ratios (from 2 pairs): what later comparisons pool as the
+	// scenario's noise on this host.
+	SD float64 `json:"sd,omitempty"`
+	// DF is the degrees of freedom of the interval's t: pairs − 1, or the
+	// pooled degrees of freedom when PooledFrom > 0.
+	DF int `json:"df,omitempty"`
+	// PooledFrom is how many earlier comparisons' noise was pooled with
+	// this one's (0: its own pairs only).
+	PooledFrom int `json:"pooled_from,omitempty"`
+	// Family is the number of metrics the 95 % holds jointly over
+	// (Bonferroni): the chance that any of them is wrongly called better
+	// or worse is at most 5 %. 0 or 1: this metric alone.
+	Family int `json:"family,omitempty"`
 	// Summary is the line a person reads: "p50: B won 4/4 pairs (−10 % to
 	// −29 %), median −17 %, 95 % CI [−24 %, −9 %] → better".
 	Summary string `json:"summary"`

@@ -288,6 +288,9 @@ func WriteComparisonText(out io.Writer, c store.Comparison) error {
 			}
 			fmt.Fprintln(b)
 		}
+		if note := intervalNote(c.Verdicts); note != "" {
+			fmt.Fprintf(b, "  (%s)\n", note)
+		}
 		if w := WorseMetrics(c.Verdicts); len(w) > 0 {
 			fmt.Fprintf(b, "\nB is worse on %s\n", strings.Join(w, ", "))
 		}
@@ -369,4 +372,23 @@ func pluralWord(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// intervalNote says what the verdicts' intervals hold over and where their
+// noise came from: "the intervals hold jointly over 7 metrics; noise pooled
+// with 5 earlier comparisons of this scenario on this host".
+func intervalNote(vs []analysis.Verdict) string {
+	family, pooled := 0, 0
+	for _, v := range vs {
+		family = max(family, v.Family)
+		pooled = max(pooled, v.PooledFrom)
+	}
+	var parts []string
+	if family > 1 {
+		parts = append(parts, fmt.Sprintf("the intervals hold jointly over %d metrics", family))
+	}
+	if pooled > 0 {
+		parts = append(parts, fmt.Sprintf("noise pooled with %d earlier %s of this scenario on this host", pooled, pluralWord(pooled, "comparison", "comparisons")))
+	}
+	return strings.Join(parts, "; ")
 }

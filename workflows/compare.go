@@ -256,7 +256,7 @@ func (c *comparison) run(ctx workflow.Context) (CompareResult, error) {
 	}
 
 	var vr activities.VerdictsResult
-	vin := activities.VerdictsInput{ComparisonID: in.ComparisonID, Warmup: in.Warmup, Options: in.Verdict}
+	vin := activities.VerdictsInput{ComparisonID: in.ComparisonID, Warmup: in.Warmup, Options: in.Verdict, Host: c.host}
 	vctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: activities.GeneralQueue, StartToCloseTimeout: 10 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},

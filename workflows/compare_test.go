@@ -350,3 +350,47 @@ func TestCompareHostActivitiesHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestComparePoolsEarlierNoise: the verdicts record their own noise and the
+// host, and pool the noise of earlier completed comparisons of the same
+// scenario on the same host — not of other hosts, later ones, or other
+// round lengths.
+func TestComparePoolsEarlierNoise(t *testing.T) {
+	f := newCompareFixture(t)
+	f.cpuB = 1.15
+	ctx := context.Background()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	c1 := f.comparison(t)
+	c1.CreatedAt = now
+	earlier := func(id, host string, created time.Time, round time.Duration) store.Comparison {
+		return store.Comparison{ID: id, Name: "hello", Status: store.Completed, Host: host, CreatedAt: created,
+			RoundDuration: round, Window: time.Second,
+			Verdicts: []analysis.Verdict{{Metric: analysis.MetricCPUMicrosPerReq, Pairs: 3, SD: 0.01}}}
+	}
+	for _, c := range []store.Comparison{
+		c1,
+		earlier("e1", "longhaul-host-test", now.Add(-2*time.Hour), 4*time.Second),
+		earlier("e2", "longhaul-host-test", now.Add(-time.Hour), 4*time.Second),
+		earlier("other-host", "longhaul-host-elsewhere", now.Add(-time.Hour), 4*time.Second),
+		earlier("later", "longhaul-host-test", now.Add(time.Hour), 4*time.Second),
+		earlier("other-round", "longhaul-host-test", now.Add(-time.Hour), 8*time.Second),
+	} {
+		if err := f.store.PutComparison(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.run(); err != nil {
+		t.Fatal(err)
+	}
+	c := f.comparison(t)
+	if c.Host != "longhaul-host-test" {
+		t.Errorf("host %q, want the host queue the rounds ran on", c.Host)
+	}
+	v := verdict(c, analysis.MetricCPUMicrosPerReq)
+	if v.PooledFrom != 2 || v.DF != 6 || v.Method != analysis.MethodTLogRatioPooled || !(v.SD > 0) || v.Outcome != analysis.Worse {
+		t.Errorf("cpu verdict pooled from %d at %d df by %s, sd %v: %s", v.PooledFrom, v.DF, v.Method, v.SD, v.Summary)
+	}
+	if p := verdict(c, analysis.MetricP50Ms); p.PooledFrom != 0 || p.DF != 2 || p.Family < 2 {
+		t.Errorf("p50 (no history) pooled from %d at %d df, family %d", p.PooledFrom, p.DF, p.Family)
+	}
+}
