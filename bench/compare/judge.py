@@ -53,6 +53,8 @@ def round_sigma(v):
     difference of two rounds, so sigma = sd / sqrt(2)."""
     import math
     n = v["pairs"]
+    if v.get("sd"):  # recorded since the verdicts pool noise: the pairs' own sd
+        return v["sd"] / math.sqrt(2) if n >= 2 else None
     if n < 2 or v["ci"][0] <= 0 or v["ratio"] <= 0:
         return None
     hl = math.log(v["ci"][1]) - math.log(v["ratio"])
@@ -171,7 +173,7 @@ def aa(exp, title):
             if v["ci"][0] > 0:
                 half = max(v["ci"][1] - 1, 1 - v["ci"][0])
                 noise[m].append(half)
-                cell += f" (±{half * 100:.1f} %)"
+                cell += f" (±{half * 100:.1f} %" + (f", pooled {v['pooled_from']}" if v.get("pooled_from") else "") + ")"
             cells.append(cell)
         eq = obj["equivalence"]["status"]
         if eq == "identical":
@@ -182,7 +184,9 @@ def aa(exp, title):
     w("")
     w(f"**{ok}/{len(runs)}** comparisons completed without a false better/worse; equivalence identical **{eq_ok}/{len(runs)}**.")
     w("")
-    w("Noise floor (median half-width of the 95 % interval of B/A over the comparisons, where measured): " +
+    w("Noise floor (median half-width of the 95 % interval of B/A over the comparisons, where measured;"
+      " the intervals hold jointly over the metrics, and \"pooled N\" marks those that pooled the noise of N earlier"
+      " comparisons): " +
       ", ".join(f"{m} ±{statistics.median(v) * 100:.1f} %" for m, v in noise.items() if v) + ".")
     w("")
     w("Round-to-round noise (σ of log(value), median over the comparisons) against what the simulation")
@@ -229,6 +233,8 @@ def burn(exp, pct, bar, provider="local"):
             ok += 1
         ci = f"[{pct_(v['ci'][0])}, {pct_(v['ci'][1])}]" if v["ci"][0] > 0 else "-"
         reason = f" ({v['reason']})" if v.get("reason") else ""
+        if v.get("pooled_from"):
+            reason += f" [pooled with {v['pooled_from']} earlier, {v['df']} df]"
         w(f"| {i} | {code} | {v['outcome']}{reason} | {pct_(v['ratio'])} | {ci} | {v['pairs_b_better']}/{v['pairs']} | {others} | {foreign(obj) * 100:.0f} % | {reruns(obj)} | {loadavg(exp, i)} |")
     w("")
     w(f"**{ok}/{len(runs)}** say worse on cpu_us_per_request.")
@@ -272,8 +278,9 @@ if os.path.exists(power):
     w("## Simulated accuracy at the noise measured here")
     w("")
     w("`go run ./bench/compare/power -sigma …` with each metric's σ the larger of the A-vs-A medians above")
-    w("(local, docker): the real verdict rule on 4,000 simulated comparisons per cell, ±30 % drift between")
-    w("pairs, a 2 % first-round penalty under ABBA.")
+    w("(local, docker): the real verdict rule (all metrics decided together, each comparison pooling the noise")
+    w("of 5 earlier ones) on 4,000 simulated comparisons per cell, ±30 % drift between pairs, a 2 % first-round")
+    w("penalty under ABBA.")
     w("")
     lines.extend(open(power).read().rstrip("\n").split("\n"))
     w("")
