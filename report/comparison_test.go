@@ -19,9 +19,16 @@ func fixedComparison(t *testing.T) store.Comparison {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cpu := []analysis.PairValues{{A: 100, B: 115}, {A: 104, B: 121}, {A: 98, B: 112}}
 	p50 := []analysis.PairValues{{A: 1.0, B: 1.02}, {A: 1.1, B: 1.05}, {A: 0.9, B: 0.95}}
+	// Decided together (Family 2), CPU's noise pooled with 4 earlier
+	// comparisons of 3 pairs.
+	prior := analysis.PriorNoise{}
+	for range 4 {
+		prior.Add(analysis.Verdict{Pairs: 3, SD: 0.02})
+	}
+	opts := analysis.PairedOptions{Family: 2, Prior: map[string]analysis.PriorNoise{analysis.MetricCPUMicrosPerReq: prior}}
 	vs := []analysis.Verdict{
-		analysis.PairedVerdict(analysis.MetricP50Ms, p50, analysis.PairedOptions{}),
-		analysis.PairedVerdict(analysis.MetricCPUMicrosPerReq, cpu, analysis.PairedOptions{}),
+		analysis.PairedVerdict(analysis.MetricP50Ms, p50, opts),
+		analysis.PairedVerdict(analysis.MetricCPUMicrosPerReq, cpu, opts),
 	}
 	c := store.Comparison{
 		ID: "cmp-1", Name: "demo", Status: store.Completed,
@@ -110,6 +117,10 @@ func TestComparisonJSONShape(t *testing.T) {
 			PairsBBetter int        `json:"pairs_b_better"`
 			Method       string     `json:"method"`
 			Reason       *string    `json:"reason"`
+			SD           float64    `json:"sd"`
+			DF           int        `json:"df"`
+			PooledFrom   int        `json:"pooled_from"`
+			Family       int        `json:"family"`
 		} `json:"verdicts"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
@@ -129,7 +140,8 @@ func TestComparisonJSONShape(t *testing.T) {
 	}
 	v := m.Verdicts[1]
 	if v.Metric != "cpu_us_per_request" || v.Outcome != "worse" || v.Ratio < 1.14 || v.Ratio > 1.16 ||
-		v.CI[0] <= 1 || v.CI[1] <= v.CI[0] || v.Pairs != 3 || v.PairsBBetter != 0 || v.Method != "t-log-ratio" || v.Reason == nil {
+		v.CI[0] <= 1 || v.CI[1] <= v.CI[0] || v.Pairs != 3 || v.PairsBBetter != 0 || v.Method != "t-log-ratio-pooled" || v.Reason == nil ||
+		!(v.SD > 0) || v.DF != 10 || v.PooledFrom != 4 || v.Family != 2 {
 		t.Errorf("cpu verdict: %+v", v)
 	}
 }
