@@ -387,8 +387,13 @@ func intervalNote(vs []analysis.Verdict) string {
 	if family > 1 {
 		parts = append(parts, fmt.Sprintf("the intervals hold jointly over %d metrics", family))
 	}
-	if pooled > 0 {
+	switch {
+	case pooled > 0:
 		parts = append(parts, fmt.Sprintf("noise pooled with %d earlier %s of this scenario on this host", pooled, pluralWord(pooled, "comparison", "comparisons")))
+	case family > 1:
+		// Bonferroni over several metrics with a handful of pairs' own
+		// noise resolves only large changes; say how to get more.
+		parts = append(parts, "no earlier comparison of this scenario on this host to pool noise with: an A-vs-A comparison first lets later ones resolve smaller changes")
 	}
 	return strings.Join(parts, "; ")
 }
