@@ -40,6 +40,14 @@ import (
 // the 95 % interval misses (5 %, two-sided), less where the floor catches
 // it; TestPairedAccuracyAA holds that on simulated noise per metric.
 //
+// Deciding eight metrics at 95 % each would call some metric of an A-vs-A
+// comparison better or worse about a third of the time, so ComparePairs
+// makes the intervals hold jointly (Bonferroni, PairedOptions.Family); and
+// so that 3 pairs still resolve a 15 % change, the standard deviation is
+// pooled with that of earlier comparisons of the scenario on the host
+// (PairedOptions.Prior, PriorNoise). TestPairedFamilyAA and
+// TestPairedPooledPower hold both on simulated noise.
+//
 // An A-vs-A comparison (the same build on both sides) is a first-class use:
 // its intervals are this machine's noise floor for each metric (Verdict.Noise).
 
