@@ -536,8 +536,9 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 const priorComparisons = 10
 
 // priorNoise gathers the pair-to-pair noise of the newest completed
-// comparisons like c — the same scenario, host, provider, round duration,
-// window and warm-up, so their rounds are the same measurement — per
+// comparisons like c — the same scenario (name and text: an edited mix or
+// load is another measurement), host, provider, round duration, window and
+// warm-up, so their rounds are the same measurement — per
 // metric (analysis.PriorNoise). Their builds may differ: a build's change
 // shifts its log-ratios, not their spread around the mean.
 func (a *Activities) priorNoise(ctx context.Context, c store.Comparison) (map[string]analysis.PriorNoise, error) {
@@ -551,7 +552,7 @@ func (a *Activities) priorNoise(ctx context.Context, c store.Comparison) (map[st
 		if used == priorComparisons {
 			break
 		}
-		if e.ID == c.ID || !e.CreatedAt.Before(c.CreatedAt) || e.Host != c.Host || e.Provider != c.Provider ||
+		if e.ID == c.ID || !e.CreatedAt.Before(c.CreatedAt) || e.Scenario != c.Scenario || e.Host != c.Host || e.Provider != c.Provider ||
 			e.RoundDuration != c.RoundDuration || e.Window != c.Window || e.Warmup != c.Warmup {
 			continue
 		}

@@ -353,8 +353,8 @@ func TestCompareHostActivitiesHeartbeat(t *testing.T) {
 
 // TestComparePoolsEarlierNoise: the verdicts record their own noise and the
 // host, and pool the noise of earlier completed comparisons of the same
-// scenario on the same host — not of other hosts, later ones, or other
-// round lengths.
+// scenario on the same host — not of other hosts, later ones, other
+// round lengths or an edited scenario.
 func TestComparePoolsEarlierNoise(t *testing.T) {
 	f := newCompareFixture(t)
 	f.cpuB = 1.15
@@ -363,7 +363,7 @@ func TestComparePoolsEarlierNoise(t *testing.T) {
 	c1 := f.comparison(t)
 	c1.CreatedAt = now
 	earlier := func(id, host string, created time.Time, round time.Duration) store.Comparison {
-		return store.Comparison{ID: id, Name: "hello", Status: store.Completed, Host: host, CreatedAt: created,
+		return store.Comparison{ID: id, Name: "hello", Status: store.Completed, Scenario: helloYAML, Host: host, CreatedAt: created,
 			RoundDuration: round, Window: time.Second,
 			Verdicts: []analysis.Verdict{{Metric: analysis.MetricCPUMicrosPerReq, Pairs: 3, SD: 0.01}}}
 	}
@@ -375,6 +375,13 @@ func TestComparePoolsEarlierNoise(t *testing.T) {
 		earlier("later", "longhaul-host-test", now.Add(time.Hour), 4*time.Second),
 		earlier("other-round", "longhaul-host-test", now.Add(-time.Hour), 8*time.Second),
 	} {
+		if c.ID == "other-round" {
+			edited := earlier("edited", "longhaul-host-test", now.Add(-time.Hour), 4*time.Second)
+			edited.Scenario += "# more VUs\n"
+			if err := f.store.PutComparison(ctx, edited); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := f.store.PutComparison(ctx, c); err != nil {
 			t.Fatal(err)
 		}
