@@ -304,6 +304,30 @@ func (v *Verdict) pool(sd float64, n int, prior PriorNoise) (se float64, df int,
 	return pooled / math.Sqrt(float64(n)), df, ""
 }
 
+// IntervalNote says what the verdicts' intervals hold over and where their
+// noise came from: "the intervals hold jointly over 7 metrics; noise pooled
+// with 5 earlier comparisons of this scenario on this host".
+func IntervalNote(vs []Verdict) string {
+	family, pooled := 0, 0
+	for _, v := range vs {
+		family = max(family, v.Family)
+		pooled = max(pooled, v.PooledFrom)
+	}
+	var parts []string
+	if family > 1 {
+		parts = append(parts, fmt.Sprintf("the intervals hold jointly over %d metrics", family))
+	}
+	switch {
+	case pooled > 0:
+		parts = append(parts, fmt.Sprintf("noise pooled with %d earlier %s of this scenario on this host", pooled, plural(pooled, "comparison", "comparisons")))
+	case family > 1:
+		// Bonferroni over several metrics with a handful of pairs' own
+		// noise resolves only large changes; say how to get more.
+		parts = append(parts, "no earlier comparison of this scenario on this host to pool noise with: an A-vs-A comparison first lets later ones resolve smaller changes")
+	}
+	return strings.Join(parts, "; ")
+}
+
 // describe fills the pair statistics that need no interval.
 func (v *Verdict) describe(logs []float64) {
 	ratios := make([]float64, len(logs))

@@ -241,3 +241,19 @@ func TestPairedVerdictFamily(t *testing.T) {
 		}
 	}
 }
+
+func TestIntervalNote(t *testing.T) {
+	for _, tt := range []struct {
+		vs   []Verdict
+		want string
+	}{
+		{nil, ""},
+		{[]Verdict{{Family: 1}}, ""},
+		{[]Verdict{{Family: 7}, {Family: 7, PooledFrom: 1}}, "the intervals hold jointly over 7 metrics; noise pooled with 1 earlier comparison of this scenario on this host"},
+		{[]Verdict{{Family: 3}}, "the intervals hold jointly over 3 metrics; no earlier comparison of this scenario on this host to pool noise with: an A-vs-A comparison first lets later ones resolve smaller changes"},
+	} {
+		if got := IntervalNote(tt.vs); got != tt.want {
+			t.Errorf("IntervalNote(%+v)\n got %q\nwant %q", tt.vs, got, tt.want)
+		}
+	}
+}

@@ -25,9 +25,12 @@ type comparisonView struct {
 	C        store.Comparison
 	Duration string
 	Verdicts []verdictView
-	Metrics  []metricPairs
-	Rounds   []roundView
-	Same     bool
+	// Note says what the intervals hold over and where their noise came
+	// from (analysis.IntervalNote).
+	Note    string
+	Metrics []metricPairs
+	Rounds  []roundView
+	Same    bool
 }
 
 type verdictView struct {
@@ -110,6 +113,7 @@ func buildComparison(ctx context.Context, st Reader, cr ComparisonReader, id str
 		}
 		v.Verdicts = append(v.Verdicts, vv)
 	}
+	v.Note = analysis.IntervalNote(c.Verdicts)
 	// Each round's value of each metric, from its run's windows, as the
 	// verdicts computed them.
 	values := map[int]analysis.RoundValues{}

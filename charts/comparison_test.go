@@ -27,7 +27,7 @@ func seedComparison(t *testing.T, st store.Store) string {
 		Equivalence: equivalence.Result{Status: equivalence.Different, Requests: 40, FirstDifference: &equivalence.Difference{
 			Request: 7, Op: "get", Method: "GET", Path: "/items/<script>", What: "body", JSONPath: "$.name", A: `"x"`, B: `"<script>alert(1)</script>"`}},
 		Verdicts: []analysis.Verdict{{Metric: analysis.MetricP50Ms, Outcome: analysis.Better, Ratio: 0.82, CI: [2]float64{0.75, 0.9}, Pairs: 2, PairsBBetter: 2,
-			Method: "t on log-ratios", Summary: "p50: B won 2/2 pairs"}},
+			Method: "t-log-ratio-pooled", Summary: "p50: B won 2/2 pairs", Family: 7, PooledFrom: 3}},
 	}
 	for i, side := range []store.Side{store.SideA, store.SideB, store.SideB, store.SideA} {
 		id := fmt.Sprintf("cmp-1-r%d", i)
@@ -52,6 +52,7 @@ func TestComparisonPage(t *testing.T) {
 		"api &lt;b&gt;v2&lt;/b&gt;", "different", "request 7 (get): GET /items/&lt;script&gt;", "$.name",
 		"p50_ms", "better", "-18.0 %", "2/2", "disturbed", `href="/runs/cmp-1-r0"`, `href="/runs/cmp-1-r3"`,
 		"cpu_us_per_request", "main @aaaa111", "feature @bbbb222",
+		"the intervals hold jointly over 7 metrics; noise pooled with 3 earlier comparisons of this scenario on this host.",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("comparison page lacks %q", want)

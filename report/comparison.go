@@ -288,7 +288,7 @@ func WriteComparisonText(out io.Writer, c store.Comparison) error {
 			}
 			fmt.Fprintln(b)
 		}
-		if note := intervalNote(c.Verdicts); note != "" {
+		if note := analysis.IntervalNote(c.Verdicts); note != "" {
 			fmt.Fprintf(b, "  (%s)\n", note)
 		}
 		if w := WorseMetrics(c.Verdicts); len(w) > 0 {
@@ -372,28 +372,4 @@ func pluralWord(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// intervalNote says what the verdicts' intervals hold over and where their
-// noise came from: "the intervals hold jointly over 7 metrics; noise pooled
-// with 5 earlier comparisons of this scenario on this host".
-func intervalNote(vs []analysis.Verdict) string {
-	family, pooled := 0, 0
-	for _, v := range vs {
-		family = max(family, v.Family)
-		pooled = max(pooled, v.PooledFrom)
-	}
-	var parts []string
-	if family > 1 {
-		parts = append(parts, fmt.Sprintf("the intervals hold jointly over %d metrics", family))
-	}
-	switch {
-	case pooled > 0:
-		parts = append(parts, fmt.Sprintf("noise pooled with %d earlier %s of this scenario on this host", pooled, pluralWord(pooled, "comparison", "comparisons")))
-	case family > 1:
-		// Bonferroni over several metrics with a handful of pairs' own
-		// noise resolves only large changes; say how to get more.
-		parts = append(parts, "no earlier comparison of this scenario on this host to pool noise with: an A-vs-A comparison first lets later ones resolve smaller changes")
-	}
-	return strings.Join(parts, "; ")
 }

@@ -201,19 +201,3 @@ func TestEquivalenceLine(t *testing.T) {
 		}
 	}
 }
-
-func TestIntervalNote(t *testing.T) {
-	for _, tt := range []struct {
-		vs   []analysis.Verdict
-		want string
-	}{
-		{nil, ""},
-		{[]analysis.Verdict{{Family: 1}}, ""},
-		{[]analysis.Verdict{{Family: 7}, {Family: 7, PooledFrom: 1}}, "the intervals hold jointly over 7 metrics; noise pooled with 1 earlier comparison of this scenario on this host"},
-		{[]analysis.Verdict{{Family: 3}}, "the intervals hold jointly over 3 metrics; no earlier comparison of this scenario on this host to pool noise with: an A-vs-A comparison first lets later ones resolve smaller changes"},
-	} {
-		if got := intervalNote(tt.vs); got != tt.want {
-			t.Errorf("intervalNote(%+v)\n got %q\nwant %q", tt.vs, got, tt.want)
-		}
-	}
-}
