@@ -79,24 +79,26 @@ func simulate(p noiseProfile, s simSetup, seed uint64) Verdict {
 	r := rand.New(rand.NewPCG(seed, 0x11))
 	pv := make([]PairValues, s.pairs)
 	for i := range pv {
-		drift := r.NormFloat64() * 0.3
-		aFirst := s.order == "ab" || i%2 == 0 // abba: A B | B A | A B ...
-		oa, ob := 0.0, 0.0
-		if aFirst {
-			oa = s.orderEffect
-		} else {
-			ob = s.orderEffect
-		}
-		sign := 1.0
-		if HigherIsBetter(p.metric) {
-			sign = -1 // a penalty lowers throughput
-		}
-		pv[i] = PairValues{
-			A: 100 * math.Exp(drift+sign*oa+p.draw(r)),
-			B: 100 * math.Exp(drift+sign*ob+p.draw(r)+s.shift),
-		}
+		pv[i].A, pv[i].B = p.pair(r, s, i, r.NormFloat64()*0.3, s.shift)
 	}
 	return PairedVerdict(p.metric, pv, PairedOptions{})
+}
+
+// pair draws pair i's A and B values of the metric: the pair's drift, the
+// order penalty on its first round, each round's noise, and B's shift.
+func (p noiseProfile) pair(r *rand.Rand, s simSetup, i int, drift, shift float64) (a, b float64) {
+	aFirst := s.order == "ab" || i%2 == 0 // abba: A B | B A | A B ...
+	oa, ob := 0.0, 0.0
+	if aFirst {
+		oa = s.orderEffect
+	} else {
+		ob = s.orderEffect
+	}
+	sign := 1.0
+	if HigherIsBetter(p.metric) {
+		sign = -1 // a penalty lowers throughput
+	}
+	return 100 * math.Exp(drift+sign*oa+p.draw(r)), 100 * math.Exp(drift+sign*ob+p.draw(r)+shift)
 }
 
 type simRates struct{ better, worse, noDiff, inconclusive float64 }
@@ -202,25 +204,13 @@ func simulateComparison(s simSetup, shifted string, prior map[string]PriorNoise,
 	pairs := make([]Pair, s.pairs)
 	for i := range pairs {
 		drift := r.NormFloat64() * 0.3
-		aFirst := s.order == "ab" || i%2 == 0
 		pairs[i] = Pair{A: RoundValues{}, B: RoundValues{}}
 		for _, p := range profiles {
-			oa, ob := 0.0, 0.0
-			if aFirst {
-				oa = s.orderEffect
-			} else {
-				ob = s.orderEffect
-			}
-			sign := 1.0
-			if HigherIsBetter(p.metric) {
-				sign = -1
-			}
 			shift := 0.0
 			if p.metric == shifted {
 				shift = s.shift
 			}
-			pairs[i].A[p.metric] = 100 * math.Exp(drift+sign*oa+p.draw(r))
-			pairs[i].B[p.metric] = 100 * math.Exp(drift+sign*ob+p.draw(r)+shift)
+			pairs[i].A[p.metric], pairs[i].B[p.metric] = p.pair(r, s, i, drift, shift)
 		}
 	}
 	return ComparePairs(pairs, PairedOptions{Prior: prior})
