@@ -101,7 +101,7 @@ type PairedOptions struct {
 // pairs estimate it far better: with five earlier 3-pair comparisons the
 // pooled t has 12 degrees of freedom (quantile 2.18). A comparison's own
 // pairs stay in the pool, and when they are clearly noisier than the
-// history (an F test at 5 %) the history is set aside: pooling then would
+// history (an F test at 1 %) the history is set aside: pooling then would
 // make a noisy comparison look precise.
 type PriorNoise struct {
 	SS          float64
@@ -290,7 +290,7 @@ func (v *Verdict) pool(sd float64, n int, prior PriorNoise) (se float64, df int,
 	}
 	hist := prior.SS / float64(prior.DF)
 	if p := 1 - (distuv.F{D1: float64(own), D2: float64(prior.DF)}).CDF(sd*sd/hist); p < priorHomogeneity {
-		return se, df, fmt.Sprintf("these pairs are noisier than the %d earlier %s of this scenario on this host (F test p = %.3f), so their noise was not pooled",
+		return se, df, fmt.Sprintf("these pairs are noisier than the %d earlier %s of this scenario on this host (F test p = %.3f), so that history was set aside",
 			prior.Comparisons, plural(prior.Comparisons, "comparison", "comparisons"), p)
 	}
 	df = prior.DF + own
