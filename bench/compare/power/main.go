@@ -59,8 +59,8 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|")
 	anyFalse := map[int]float64{}
 	for _, pairs := range []int{3, 6, 10} {
-		aa, any := sim.rates(pairs, "", 0, *seeds)
-		anyFalse[pairs] = any
+		aa, someFalse := sim.rates(pairs, "", 0, *seeds)
+		anyFalse[pairs] = someFalse
 		for _, name := range names {
 			fmt.Printf("| %s | %.1f %% | %d | %.1f %% | %.1f %% | %.1f %% |\n", name, 100*m[name], pairs,
 				100*aa[name], 100*sim.power(pairs, name, math.Log(1.10), *seeds), 100*sim.power(pairs, name, math.Log(1.15), *seeds))
@@ -121,7 +121,7 @@ func (s simulator) series(r *rand.Rand, pairs int) map[string]analysis.PriorNois
 // worse, and the share in which any metric was.
 func (s simulator) rates(pairs int, shifted string, shift float64, seeds int) (map[string]float64, float64) {
 	per := map[string]float64{}
-	any := 0.0
+	anyHit := 0.0
 	for seed := range uint64(seeds) {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
 		hit := false
@@ -132,13 +132,13 @@ func (s simulator) rates(pairs int, shifted string, shift float64, seeds int) (m
 			}
 		}
 		if hit {
-			any++
+			anyHit++
 		}
 	}
 	for k := range per {
 		per[k] /= float64(seeds)
 	}
-	return per, any / float64(seeds)
+	return per, anyHit / float64(seeds)
 }
 
 // power: the share of comparisons that called the shifted metric worse.
