@@ -82,7 +82,13 @@ var cleanModels = []model{
 	busy.with("demo on a machine at load 20, cache levelling off", func(m *model) {
 		m.cacheMin, m.cacheMax, m.cacheTauMin, m.cacheTauMax = 10<<20, 60<<20, 0.03, 0.2
 	}),
+	demoSharedCores,
+	demoSQLite.with("demo on SQLite, cores shared for a stretch with a job the host probe misses", func(m *model) { m.sharedCores = true }),
 }
+
+// demoSharedCores is the clean demo with a stretch of shared cores that
+// raises its CPU per request 1.4–1.8× and then passes (model.sharedCores).
+var demoSharedCores = demo.with("demo, cores shared for a stretch with a job the host probe misses", func(m *model) { m.sharedCores = true })
 
 var rampFree16 = model{name: "ramp 1→16 VUs well below capacity", windows: 30, windowSec: 3, vus: 16, rampTo: 16, perVU: 120,
 	jitterMin: 0.1, jitterMax: 0.3, passive: true, forcedEvery: 5, db: true, cpu: true, rowCostK: 3000}

@@ -665,6 +665,40 @@ func TestCollapseSaturatedSQLiteNamesTheTable(t *testing.T) {
 	}
 }
 
+// A rise of the target's CPU per request with no table to blame is a
+// warning only if it lasts to the end of the run: cores shared for a stretch
+// with work the host probe misses (a CI compiling beside the soak) inflate
+// it as much, and pass.
+func TestCollapseCPURiseMustLast(t *testing.T) {
+	run := func(until int) Result {
+		return Analyze(windows(30, func(i int, w *window.Window) {
+			jitter := 1 + 0.02*math.Sin(float64(i)*2.3)
+			rps, cpu := 2000.0, 250.0
+			if i >= 15 && i < until {
+				rps, cpu = 1300, 400 // the stretch: 35 % fewer requests, 1.6× the CPU
+			}
+			w.RPS = rps * jitter
+			w.Requests = int64(w.RPS * 3)
+			w.OK = w.Requests
+			c := cpu * jitter
+			w.Probes.CPUMicrosPerRequest = &c
+		}), DefaultOptions())
+	}
+	res := run(27) // back to 250 µs in the last three windows, as the real run
+	f, ok := find(res, KindCollapse)
+	if !ok || f.Severity != Info || !strings.Contains(f.Summary, "then fell back to") || !strings.Contains(f.Summary, "a passing slowdown") {
+		t.Errorf("a CPU rise that passed: want an info note that it fell back; got %s", describe(res))
+	}
+	if ok && (f.Evidence.Notes["cpu_us_per_request_end"] > 300 || f.Evidence.Notes["cpu_us_per_request_after"] < 390) {
+		t.Errorf("notes %v, want the last quarter's median ≈ 400 µs and the end's ≈ 250", f.Evidence.Notes)
+	}
+	res = run(30) // to the end: the target does more work
+	f, ok = find(res, KindCollapse)
+	if !ok || f.Severity != Warning || !strings.Contains(f.Summary, "does more work per request") {
+		t.Errorf("a CPU rise that lasted to the end: want a warning; got %s", describe(res))
+	}
+}
+
 func TestOffHeapLeak(t *testing.T) {
 	// 30 windows of 6,000 requests: external memory +2 KiB per request
 	// (12 MiB per window), the heap +100 bytes per request.

@@ -154,9 +154,9 @@ func (a *analyzer) pausesStarved(inc *incarnation, pos []int, p99 []float64) (bo
 		}
 		return false, ""
 	}
-	c0, c1, ok := a.cpuPerRequest(inc, pos)
-	if ok && c1 < 1.25*c0 {
-		return true, fmt.Sprintf("the target's CPU per request stayed at %s µs (%s before): likely a starved CPU, not the target's own work", fmtCount(c1), fmtCount(c0))
+	c, ok := a.cpuPerRequest(inc, pos)
+	if ok && c.after < 1.25*c.before {
+		return true, fmt.Sprintf("the target's CPU per request stayed at %s µs (%s before): likely a starved CPU, not the target's own work", fmtCount(c.after), fmtCount(c.before))
 	}
 	return false, ""
 }
