@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh is the accuracy bench of issue 11 through the CLI: `longhaul
-# compare --format json` of the demo target, 3 pairs of 10 s rounds in 1 s
+# compare --format json` of the demo target, 3 pairs of 20 s rounds in 1 s
 # windows (2 s warm-up), ABBA order, 200-request equivalence check, each
 # experiment RUNS times (default 5):
 #
@@ -16,10 +16,11 @@
 #   variant-local  B with DEMO_RESPONSE_VARIANT=1 → equivalence different, naming op list and $.cursor
 #
 # The burn is calibrated from the first aa-local comparison's rounds (their
-# mean CPU µs per request after warm-up). The machine this ran on is shared
-# with other jobs whose CPU load is far above the default disturbed
-# threshold (a quarter of the host), so the rounds are run with
-# --disturbed-above off and each round's foreign load is reported instead.
+# mean CPU µs per request after warm-up). Rounds whose foreign load (CPU
+# busy with neither the target nor longhaul) is above a quarter of the host
+# are disturbed and their pair rerun once (DISTURBED=0.25, RERUN=1); on a
+# machine shared with heavier jobs, DISTURBED=off judges every round and
+# reports each round's foreign load instead.
 #
 #   flock /tmp/longhaul-measure.lock bench/compare/run.sh            # all, 5 each
 #   RUNS=1 EXPERIMENTS="aa-local burn-local" bench/compare/run.sh
@@ -36,11 +37,11 @@ cd "$repo_root"
 RUNS=${RUNS:-5}
 FIRST=${FIRST:-1} # the first repetition's number (with KEEP=1, to add repetitions)
 EXPERIMENTS=${EXPERIMENTS:-"aa-local burn-local variant-local aa-docker"}
-ROUND=${ROUND:-10s}
+ROUND=${ROUND:-20s}
 PAIRS=${PAIRS:-3}
 WARMUP=${WARMUP:-2} # seconds
-DISTURBED=${DISTURBED:-off} # --disturbed-above
-RERUN=${RERUN:-}             # 1: --rerun-disturbed
+DISTURBED=${DISTURBED:-0.25} # --disturbed-above (off: judge every round)
+RERUN=${RERUN-1}             # 1: --rerun-disturbed (RERUN= to turn it off)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 traces=${TRACES:-bench/compare/traces}
