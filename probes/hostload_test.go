@@ -78,6 +78,51 @@ func TestHostLoad(t *testing.T) {
 	}
 }
 
+// With Docker's fuse-overlayfs storage driver, the daemon serving a
+// measured container's root filesystem is measured too; another
+// container's daemon is foreign.
+func TestHostLoadFuseOverlay(t *testing.T) {
+	dir := t.TempDir()
+	const ours, theirs = "0123456789abcdef0123", "fedcba9876543210fedc"
+	procs := map[int]fakeProcess{
+		50001: {ppid: 1, comm: "app", ticks: 10, cgroup: "4:memory:/docker/" + ours},
+		50002: {ppid: 1, comm: "fuse-overlayfs", ticks: 10},
+		50003: {ppid: 1, comm: "fuse-overlayfs", ticks: 10},
+		50004: {ppid: 1, comm: "other app", ticks: 10, cgroup: "4:memory:/docker/" + theirs},
+	}
+	mounts := func() {
+		write := func(path, text string) {
+			if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const merged = "/var/lib/docker/fuse-overlayfs/84da86b9/merged"
+		write("50001/mountinfo", "107 58 0:50 / / rw,nodev,noatime master:3 - fuse.fuse-overlayfs fuse-overlayfs rw,user_id=0\n"+
+			"108 107 0:52 / /proc rw,nosuid - proc proc rw\n")
+		os.MkdirAll(filepath.Join(dir, "self"), 0o755)
+		write("self/mountinfo", "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"+
+			"46 45 0:40 / /var/lib/docker/fuse-overlayfs/46ae5cd7/merged rw,nodev shared:2 - fuse.fuse-overlayfs fuse-overlayfs rw\n"+
+			"47 45 0:50 / "+merged+" rw,nodev shared:3 - fuse.fuse-overlayfs fuse-overlayfs rw\n")
+		write("50002/cmdline", "fuse-overlayfs\x00-o\x00lowerdir=/a:/b,upperdir=/u,workdir=/w\x00"+merged+"\x00")
+		write("50003/cmdline", "fuse-overlayfs\x00-o\x00lowerdir=/c\x00/var/lib/docker/fuse-overlayfs/46ae5cd7/merged\x00")
+	}
+	writeFakeProc(t, dir, 1000, 1000, procs)
+	mounts()
+	h := NewHostLoad(HostLoadConfig{Proc: dir, Containers: []string{ours}})
+	h.Sample()
+	// 200 ticks pass, 100 busy: our container 20 and its daemon 30 are
+	// ours; the other container 25 and its daemon 25 are foreign.
+	procs[50001] = fakeProcess{ppid: 1, comm: "app", ticks: 30, cgroup: "4:memory:/docker/" + ours}
+	procs[50002] = fakeProcess{ppid: 1, comm: "fuse-overlayfs", ticks: 40}
+	procs[50003] = fakeProcess{ppid: 1, comm: "fuse-overlayfs", ticks: 35}
+	procs[50004] = fakeProcess{ppid: 1, comm: "other app", ticks: 35, cgroup: "4:memory:/docker/" + theirs}
+	writeFakeProc(t, dir, 1100, 1100, procs)
+	got, ok := h.Sample()
+	if !ok || math.Abs(got-50.0/200) > 1e-9 {
+		t.Errorf("foreign = %v, %v; want 0.25 (the other container and its daemon)", got, ok)
+	}
+}
+
 func TestHostLoadReal(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
