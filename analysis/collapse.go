@@ -28,7 +28,11 @@ import (
 //     run); with no measurable effect, a growth of MinLatentReadIncrease rows
 //     per request still gives a warning, a smaller one an info note.
 //   - Else the target's CPU per request rose by MinCPURise, with
-//     MinThroughputDrop/MinLatencyRise: warning, the target works harder.
+//     MinThroughputDrop/MinLatencyRise: warning, the target works harder —
+//     if the rise lasts to the end of the run (the last eighth of the
+//     readings too) with a rising trend (Mann–Kendall, p ≤ Alpha). One that
+//     fell back is an info note: cores shared for a stretch with work the
+//     host probe misses raise CPU per request as much, and pass.
 //   - Else nothing explains it. With database statistics and CPU readings
 //     both clearing the target: info, interference from other load on the
 //     machine. With either probe missing: warning from
