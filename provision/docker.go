@@ -727,13 +727,41 @@ func (d *Docker) Check(ctx context.Context, env Environment) error {
 			return fmt.Errorf("check %s: %w", env.ID, err)
 		}
 		if st := r.Container.State; st == nil || !st.Running {
-			return fmt.Errorf("%w: container %s of %s is not running", ErrGone, shortID(id), env.ID)
+			setting := ""
+			if id == env.Target.ContainerID {
+				setting = "target.resources.memory"
+			}
+			return fmt.Errorf("%w: container %s of %s is not running%s", ErrGone, shortID(id), env.ID, whyStopped(r.Container, setting))
 		}
 	}
 	if err := dialTarget(ctx, env); err != nil {
 		return fmt.Errorf("%w: target %s: %v", ErrGone, env.TargetURL, err)
 	}
 	return nil
+}
+
+// whyStopped says why a container that is not running stopped, when its
+// state tells: killed at its memory limit (a leaking target does this in a
+// long enough soak; setting names the scenario field that raises the
+// limit), or its exit code.
+func whyStopped(c container.InspectResponse, setting string) string {
+	st := c.State
+	switch {
+	case st == nil:
+		return ""
+	case st.OOMKilled:
+		limit := ""
+		if c.HostConfig != nil && c.HostConfig.Memory > 0 {
+			limit = fmt.Sprintf(" of %.0f MiB", float64(c.HostConfig.Memory)/(1<<20))
+		}
+		if setting != "" {
+			limit += " — " + setting + " sets it"
+		}
+		return fmt.Sprintf(" (killed for running out of memory: it reached its limit%s)", limit)
+	case st.Status == container.StateExited:
+		return fmt.Sprintf(" (exited with code %d)", st.ExitCode)
+	}
+	return fmt.Sprintf(" (%s)", st.Status)
 }
 
 // Sweep removes every container, network and volume labelled dev.longhaul=1

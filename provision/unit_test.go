@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/moby/moby/api/types/container"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -319,5 +320,28 @@ func TestDockerRequest(t *testing.T) {
 				t.Errorf("dockerRequest changed the caller's spec: %q", req.Spec.Target.Command)
 			}
 		})
+	}
+}
+
+func TestWhyStopped(t *testing.T) {
+	oom := container.InspectResponse{
+		State:      &container.State{Status: container.StateExited, OOMKilled: true, ExitCode: 137},
+		HostConfig: &container.HostConfig{Resources: container.Resources{Memory: 1 << 30}},
+	}
+	tests := []struct {
+		c       container.InspectResponse
+		setting string
+		want    string
+	}{
+		{oom, "target.resources.memory", " (killed for running out of memory: it reached its limit of 1024 MiB — target.resources.memory sets it)"},
+		{oom, "", " (killed for running out of memory: it reached its limit of 1024 MiB)"},
+		{container.InspectResponse{State: &container.State{Status: container.StateExited, ExitCode: 2}}, "", " (exited with code 2)"},
+		{container.InspectResponse{State: &container.State{Status: container.StatePaused}}, "", " (paused)"},
+		{container.InspectResponse{}, "", ""},
+	}
+	for _, tt := range tests {
+		if got := whyStopped(tt.c, tt.setting); got != tt.want {
+			t.Errorf("whyStopped(%+v) = %q, want %q", tt.c.State, got, tt.want)
+		}
 	}
 }
