@@ -107,9 +107,9 @@ type model struct {
 	// host probe does not see (short-lived compiler and test processes):
 	// throughput loses 25–45 % and the target's CPU per request rises
 	// 1.4–1.8× (descheduled mid request, cold caches), then both recover
-	// before the run ends. What a
-	// clean-clone CI on the same 2 cores did to a real clean docker run
-	// (CPU per request 263 → 396 µs in the last quarter, 327 µs at the end).
+	// before the run ends. What a clean-clone CI on the same 2 cores did to
+	// a real clean docker run (CPU per request 263 → 396 µs in the last
+	// quarter, 327 µs at the end).
 	sharedCores bool
 }
 

@@ -25,8 +25,8 @@ import (
 // root filesystem. Docker's fuse-overlayfs storage driver (rootless Docker,
 // Docker inside a container) puts every file operation of the container
 // through that daemon on the host; a target writing a SQLite file in its
-// own filesystem kept one busy at ~30 % of a core, which read as 13 % of
-// the host's foreign load on every docker round of a comparison. Under the
+// own filesystem kept one busy enough to read as 12–14 % of the host's
+// foreign load on every docker round of a comparison (bench/compare). Under the
 // kernel's overlayfs the same work is the container's own system time.
 //
 // A HostLoad is not safe for concurrent use. Linux only: elsewhere Sample
@@ -44,7 +44,7 @@ type HostLoad struct {
 	// filesystems are mounted, when a FUSE daemon serves them (keyed by
 	// container id; resolved once per container, from one of its processes).
 	rootMounts map[string]string
-	fuseOurs   map[procKey]bool
+	fuseOurs   map[procKey]bool // daemons known to serve one of them
 }
 
 // HostLoadConfig names the measured processes.
@@ -238,14 +238,12 @@ func (h *HostLoad) measured(procs []procInfo) []procInfo {
 		}
 	}
 	h.cgroupOurs = seen
-	fuseSeen := make(map[procKey]bool, len(fuse))
+	// A daemon found not to serve ours is asked again next time: its
+	// container's mount may not have been known yet.
+	fuseSeen := make(map[procKey]bool, len(h.fuseOurs))
 	for _, p := range fuse {
-		v, cached := h.fuseOurs[p.key]
-		if !cached || !v {
-			v = h.servesOurs(p.key.pid)
-		}
-		fuseSeen[p.key] = v
-		if v {
+		if h.fuseOurs[p.key] || h.servesOurs(p.key.pid) {
+			fuseSeen[p.key] = true
 			out = append(out, p)
 		}
 	}
@@ -258,41 +256,42 @@ func (h *HostLoad) measured(procs []procInfo) []procInfo {
 // mount of the host's mount table with the same device as the "/" of the
 // process's (the container's) mount table. "" otherwise.
 func (h *HostLoad) fuseRootMount(pid int) string {
-	dev, fstype := rootMount(filepath.Join(h.proc, strconv.Itoa(pid), "mountinfo"), "/")
-	if !strings.HasPrefix(fstype, "fuse") {
+	var root mount
+	for _, m := range mounts(filepath.Join(h.proc, strconv.Itoa(pid), "mountinfo")) {
+		if m.point == "/" {
+			root = m // the last mount at "/" is the one in effect
+		}
+	}
+	if !strings.HasPrefix(root.fstype, "fuse") {
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(h.proc, "self", "mountinfo"))
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[2] == dev && f[4] != "/" {
-			return f[4]
+	for _, m := range mounts(filepath.Join(h.proc, "self", "mountinfo")) {
+		if m.dev == root.dev && m.point != "/" {
+			return m.point
 		}
 	}
 	return ""
 }
 
-// rootMount returns the device (major:minor) and file system type of the
-// mount at point in a mountinfo file ("36 35 98:0 / /mnt rw - ext4 /dev/sda1 rw").
-func rootMount(path, point string) (dev, fstype string) {
+// mount is one line of a mountinfo file: "36 35 98:0 / /mnt rw - ext4 /dev/sda1 rw".
+type mount struct{ dev, point, fstype string }
+
+func mounts(path string) []mount {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", ""
+		return nil
 	}
+	var out []mount
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 || f[4] != point {
-			continue
-		}
 		for i := 5; i+1 < len(f); i++ {
 			if f[i] == "-" {
-				dev, fstype = f[2], f[i+1]
+				out = append(out, mount{dev: f[2], point: f[4], fstype: f[i+1]})
+				break
 			}
 		}
 	}
-	return dev, fstype // the last mount at point is the one in effect
+	return out
 }
 
 // servesOurs reports whether the fuse-overlayfs daemon pid serves one of
