@@ -35,7 +35,7 @@ const (
 // Store is what a fleet snapshot reads (store.Store satisfies it).
 type Store interface {
 	CountRuns(ctx context.Context, opts store.ListOptions) (int, error)
-	ListComparisons(ctx context.Context, opts store.ListOptions) ([]store.Comparison, error)
+	CountComparisons(ctx context.Context, opts store.ListOptions) (int, error)
 	HostSlots(ctx context.Context, host string) ([]store.Slot, error)
 }
 
@@ -64,11 +64,11 @@ func Read(ctx context.Context, st Store) (State, error) {
 		s.Runs[status] = n
 	}
 	for _, status := range activeComparisons {
-		cs, err := st.ListComparisons(ctx, store.ListOptions{Status: status, Limit: 10000})
+		n, err := st.CountComparisons(ctx, store.ListOptions{Status: status})
 		if err != nil {
-			return s, fmt.Errorf("list %s comparisons: %w", status, err)
+			return s, fmt.Errorf("count %s comparisons: %w", status, err)
 		}
-		s.Comparisons[status] = len(cs)
+		s.Comparisons[status] = n
 	}
 	held, err := st.HostSlots(ctx, "")
 	if err != nil {

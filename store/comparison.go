@@ -131,6 +131,9 @@ type Comparisons interface {
 	// (ListOptions.Status, Name and Schedule filter; Limit 0 means 100,
 	// Offset pages).
 	ListComparisons(ctx context.Context, opts ListOptions) ([]Comparison, error)
+	// CountComparisons counts the comparisons ListComparisons would return
+	// without Limit and Offset, without reading them or their rounds.
+	CountComparisons(ctx context.Context, opts ListOptions) (int, error)
 	// PutRound inserts or replaces one round (by Index) of a comparison;
 	// ErrNotFound if the comparison does not exist.
 	PutRound(ctx context.Context, comparisonID string, r Round) error

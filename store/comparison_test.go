@@ -158,6 +158,12 @@ func testComparisonStatusAndList(t *testing.T, open backend) {
 		if !reflect.DeepEqual(ids, tt.want) {
 			t.Errorf("ListComparisons(%+v) = %v, want %v", tt.opts, ids, tt.want)
 		}
+		if tt.opts.Limit > 0 || tt.opts.Offset > 0 {
+			continue // CountComparisons ignores paging
+		}
+		if n, err := s.CountComparisons(ctx, tt.opts); err != nil || n != len(tt.want) {
+			t.Errorf("CountComparisons(%+v) = %d, %v, want %d", tt.opts, n, err, len(tt.want))
+		}
 	}
 }
 

@@ -160,13 +160,16 @@ func (s *sqlStore) GetComparison(ctx context.Context, id string) (Comparison, er
 	return c, nil
 }
 
+// comparisonFilter is the WHERE clause of ListComparisons and
+// CountComparisons: status, name and schedule, each ignored when empty.
+const comparisonFilter = ` WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2) AND ($3 = '' OR schedule = $3)`
+
 func (s *sqlStore) ListComparisons(ctx context.Context, opts ListOptions) ([]Comparison, error) {
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	q := `SELECT ` + comparisonColumns + ` FROM comparisons WHERE ($1 = '' OR status = $1) AND ($2 = '' OR name = $2)
-		AND ($3 = '' OR schedule = $3) ORDER BY created_ns DESC, id DESC LIMIT $4 OFFSET $5`
+	q := `SELECT ` + comparisonColumns + ` FROM comparisons` + comparisonFilter + ` ORDER BY created_ns DESC, id DESC LIMIT $4 OFFSET $5`
 	rows, err := s.r.QueryContext(ctx, s.d.rebind(q), string(opts.Status), opts.Name, opts.Schedule, limit, max(opts.Offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("list comparisons: %w", err)
@@ -191,6 +194,15 @@ func (s *sqlStore) ListComparisons(ctx context.Context, opts ListOptions) ([]Com
 		}
 	}
 	return cs, nil
+}
+
+func (s *sqlStore) CountComparisons(ctx context.Context, opts ListOptions) (int, error) {
+	var n int
+	q := `SELECT COUNT(*) FROM comparisons` + comparisonFilter
+	if err := s.r.QueryRowContext(ctx, s.d.rebind(q), string(opts.Status), opts.Name, opts.Schedule).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count comparisons: %w", err)
+	}
+	return n, nil
 }
 
 func (s *sqlStore) SetComparisonStatus(ctx context.Context, id string, st Status, reason string, at time.Time) error {

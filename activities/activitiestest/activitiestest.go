@@ -277,6 +277,13 @@ func (s *Store) ListComparisons(_ context.Context, opts store.ListOptions) ([]st
 	return out, nil
 }
 
+// CountComparisons implements store.Store.
+func (s *Store) CountComparisons(ctx context.Context, opts store.ListOptions) (int, error) {
+	opts.Limit, opts.Offset = 0, 0
+	cs, err := s.ListComparisons(ctx, opts)
+	return len(cs), err
+}
+
 // PutRound implements store.Store.
 func (s *Store) PutRound(_ context.Context, id string, r store.Round) error {
 	s.mu.Lock()
