@@ -216,6 +216,7 @@ func TestBrowser(t *testing.T) {
 	st := openStore(t)
 	h := newHistograms(t)
 	fixture{ID: "run-1", Name: evilName, Windows: 120}.seed(t, st, h)
+	seedNotifications(t, st, store.Notification{RunID: "run-1"})
 	live := fixture{ID: "run-live", Name: "live soak", Windows: 12, Window: 10 * time.Second, Status: store.Running}
 	live.seed(t, st, h)
 	ui, err := Listen(Options{Store: st, Addr: "127.0.0.1:0", Poll: 200 * time.Millisecond})
@@ -237,6 +238,9 @@ func TestBrowser(t *testing.T) {
 	b.do("run page", chromedp.Navigate(ui.RunURL("run-1")), chromedp.WaitVisible(chromedp.CSS("#chart-latency svg")))
 	if title := value(b, "title", chromedp.Text(chromedp.CSS("h1"))); !strings.Contains(title, evilName) {
 		t.Errorf("title %q: the scenario name must show as text", title)
+	}
+	if n := value(b, "notifications", chromedp.Text(chromedp.CSS("ul.notifications"))); !strings.Contains(n, "sent") || !strings.Contains(n, "not sent after 3 tries: 503 Service Unavailable") {
+		t.Errorf("notifications read %q, want one sent and one not sent after 3 tries", n)
 	}
 	cs := b.charts()
 	if len(cs) != 6 {

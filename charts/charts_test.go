@@ -66,6 +66,7 @@ func sharedStore(t *testing.T) store.Store {
 		h := newHistograms(t)
 		fixture{ID: "run-1", Name: evilName, Windows: 120}.seed(t, shared, h)
 		fixture{ID: "run-2", Name: "nightly-api", Windows: 6, Status: store.Running}.seed(t, shared, h)
+		seedNotifications(t, shared, store.Notification{RunID: "run-1"})
 	})
 	if sharedErr != nil {
 		t.Fatal(sharedErr)
@@ -190,6 +191,8 @@ func TestRunPage(t *testing.T) {
 		"incarnation 2", "fitted 150.0 MiB/hour", "p99.9 on &lt; 1000 requests", "forced-GC checkpoint",
 		"120 points, one per window", "${env:API_TOKEN}", "errors 5xx/s", "dropped starts/s",
 		`<option>get</option>`, `<option>list</option>`, "lost (no measurements)",
+		"<h3>Notifications</h3>", "findings → <span class=\"mono\">https://hooks.example/longhaul</span>: sent",
+		"findings, gate_failed → <span class=\"mono\">https://chat.example/webhook</span>: not sent after 3 tries: 503 Service Unavailable",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %q", want)
@@ -223,6 +226,9 @@ func TestRunPage(t *testing.T) {
 		t.Error("live fragment is not the run's changing part")
 	}
 	running := u.mustGet("/runs/run-2", "text/html")
+	if strings.Contains(running, "Notifications") {
+		t.Error("a run that sent no notification lists notifications")
+	}
 	if !strings.Contains(running, `data-live="/runs/run-2/live"`) || !strings.Contains(running, "data-poll=") {
 		t.Error("a running run's page does not poll")
 	}

@@ -16,6 +16,7 @@ import (
 type ComparisonReader interface {
 	GetComparison(ctx context.Context, id string) (store.Comparison, error)
 	RoundOfRun(ctx context.Context, runID string) (string, store.Round, error)
+	ComparisonNotifications(ctx context.Context, comparisonID string) ([]store.Notification, error)
 }
 
 var _ ComparisonReader = store.Store(nil)
@@ -31,6 +32,8 @@ type comparisonView struct {
 	Metrics []metricPairs
 	Rounds  []roundView
 	Same    bool
+	// Notifications are those a scheduled comparison sent or failed to send.
+	Notifications []notificationView
 }
 
 type verdictView struct {
@@ -114,6 +117,11 @@ func buildComparison(ctx context.Context, st Reader, cr ComparisonReader, id str
 		v.Verdicts = append(v.Verdicts, vv)
 	}
 	v.Note = analysis.IntervalNote(c.Verdicts)
+	ns, err := cr.ComparisonNotifications(ctx, id)
+	if err != nil {
+		return comparisonView{}, err
+	}
+	v.Notifications = notificationViews(ns)
 	// Each round's value of each metric, from its run's windows, as the
 	// verdicts computed them.
 	values := map[int]analysis.RoundValues{}

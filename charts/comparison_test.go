@@ -37,6 +37,7 @@ func seedComparison(t *testing.T, st store.Store) string {
 	if err := st.PutComparison(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	seedNotifications(t, st, store.Notification{ComparisonID: c.ID})
 	return c.ID
 }
 
@@ -53,6 +54,7 @@ func TestComparisonPage(t *testing.T) {
 		"p50_ms", "better", "-18.0 %", "2/2", "disturbed", `href="/runs/cmp-1-r0"`, `href="/runs/cmp-1-r3"`,
 		"cpu_us_per_request", "main @aaaa111", "feature @bbbb222",
 		"the intervals hold jointly over 7 metrics; noise pooled with 3 earlier comparisons of this scenario on this host.",
+		"<h3>Notifications</h3>", "not sent after 3 tries: 503 Service Unavailable",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("comparison page lacks %q", want)

@@ -138,6 +138,22 @@ func (f fixture) seed(t testing.TB, st store.Store, h *histograms) {
 	}
 }
 
+// seedNotifications records two notifications of the run or comparison
+// that of names (its RunID or ComparisonID): one sent, one that failed
+// after its retries.
+func seedNotifications(t testing.TB, st store.Store, of store.Notification) {
+	t.Helper()
+	for _, n := range []store.Notification{
+		{URL: "https://hooks.example/longhaul", Events: []string{"findings"}, OK: true, Attempts: 1, At: fixtureT0.Add(20 * time.Minute)},
+		{URL: "https://chat.example/webhook", Events: []string{"findings", "gate_failed"}, Attempts: 3, Error: "503 Service Unavailable", At: fixtureT0.Add(21 * time.Minute)},
+	} {
+		n.RunID, n.ComparisonID = of.RunID, of.ComparisonID
+		if err := st.PutNotification(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func openStore(t testing.TB) store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "ui.db"))

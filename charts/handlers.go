@@ -268,6 +268,11 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 	v.Duration = runDuration(run, time.Now())
 	v.Round = roundOf(ctx, st, id)
 	v.Findings = findingViews(d.fs)
+	ns, err := st.Notifications(ctx, id)
+	if err != nil {
+		return runView{}, err
+	}
+	v.Notifications = notificationViews(ns)
 	v.Totals = sumTotals(d.spans, run)
 	v.Resolution = resolution(d.spans)
 	for _, spec := range chartSet(d.tl, d.fs, q.Op) {

@@ -228,20 +228,22 @@ func query(path string, kv ...string) string {
 // --- one run
 
 type runView struct {
-	Page       page
-	Run        store.Run
-	Env        recordedEnv
-	Build      string
-	Duration   string
-	Round      *roundLink
-	Totals     totals
-	Findings   []findingView
-	Charts     []drawnChart
-	Ops        []string
-	Op         string
-	From, To   int
-	Zoomed     bool
-	Resolution string
+	Page     page
+	Run      store.Run
+	Env      recordedEnv
+	Build    string
+	Duration string
+	Round    *roundLink
+	Totals   totals
+	Findings []findingView
+	// Notifications are those a scheduled run sent (or failed to send).
+	Notifications []notificationView
+	Charts        []drawnChart
+	Ops           []string
+	Op            string
+	From, To      int
+	Zoomed        bool
+	Resolution    string
 	// PointsJS is the hover data, in a standalone page only; a served page
 	// fetches it from PointsURL.
 	PointsJS    template.JS
@@ -265,6 +267,20 @@ type totals struct {
 	Requests, Errors, Dropped   int64
 	RPS                         float64
 	ErrorPct                    float64
+}
+
+// notificationView is one notification as a page lists it.
+type notificationView struct {
+	At, URL, Events, Result string
+	OK                      bool
+}
+
+func notificationViews(ns []store.Notification) []notificationView {
+	out := make([]notificationView, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, notificationView{At: fmtWhen(n.At), URL: n.URL, Events: strings.Join(n.Events, ", "), OK: n.OK, Result: n.Outcome()})
+	}
+	return out
 }
 
 type findingView struct {

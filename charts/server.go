@@ -49,6 +49,7 @@ type Reader interface {
 	Windows(ctx context.Context, runID string, q store.WindowQuery) ([]window.Window, error)
 	Spans(ctx context.Context, runID string, q store.SpanQuery) ([]store.Span, error)
 	Findings(ctx context.Context, runID string) ([]analysis.Finding, error)
+	Notifications(ctx context.Context, runID string) ([]store.Notification, error)
 }
 
 var _ Reader = store.Store(nil)

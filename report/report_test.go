@@ -266,11 +266,21 @@ func fixedFindings() []analysis.Finding {
 	}
 }
 
+// fixedNotifications are a scheduled run's: one sent, one that failed.
+func fixedNotifications() []store.Notification {
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	return []store.Notification{
+		{RunID: "r1", URL: "https://hooks.example/longhaul", Events: []string{"findings"}, OK: true, Attempts: 2, At: at},
+		{RunID: "r1", URL: "https://chat.example/webhook", Events: []string{"findings", "gate_failed"}, Attempts: 3, Error: "503 Service Unavailable", At: at.Add(time.Second)},
+	}
+}
+
 func TestRunTextGolden(t *testing.T) {
 	rep, err := NewRunReport(fixedRun(), fixedWindows(t), fixedFindings())
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.Notifications = fixedNotifications()
 	var out bytes.Buffer
 	if err := WriteRunText(&out, rep); err != nil {
 		t.Fatal(err)
@@ -283,6 +293,7 @@ func TestRunJSONGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.Notifications = fixedNotifications()
 	var out bytes.Buffer
 	if err := WriteRunJSON(&out, rep); err != nil {
 		t.Fatal(err)
@@ -297,7 +308,7 @@ func TestRunJSONGolden(t *testing.T) {
 		}
 		types = append(types, m.Type)
 	}
-	want := []string{"run", "", "", "", "summary", "finding", "finding", "finding", "gate"}
+	want := []string{"run", "", "", "", "summary", "finding", "finding", "finding", "notification", "notification", "gate"}
 	if !slices.Equal(types, want) {
 		t.Errorf("line types = %q, want %q", types, want)
 	}

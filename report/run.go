@@ -30,6 +30,8 @@ type RunReport struct {
 	Thresholds []thresholds.Result
 	// Gate is the run's gate (JudgeRun); nil while the run has not ended.
 	Gate *thresholds.Gate
+	// Notifications are those a scheduled run sent or failed to send.
+	Notifications []store.Notification
 }
 
 // NewRunReport assembles a report, summarising ws with window.Merge; the
@@ -111,6 +113,7 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	fmt.Fprintln(b)
 	WriteProbeProblems(b, rep.ProbeProblems)
 	WriteFindings(b, rep.Findings)
+	WriteNotifications(b, rep.Notifications)
 	if rep.gated() {
 		fmt.Fprintln(b)
 		WriteThresholds(b, rep.Thresholds)
@@ -125,8 +128,9 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 // WriteRunJSON prints a run as NDJSON: a {"type":"run"} object, the windows
 // and the summary exactly as JSONWriter prints them, one
 // {"type":"probe_problem"} object per ProbeProblem, one {"type":"finding"}
-// object per finding, then — once the run has ended — one {"type":"gate"}
-// object (GateObject: the gate and every threshold).
+// object per finding, one {"type":"notification"} object per notification,
+// then — once the run has ended — one {"type":"gate"} object (GateObject:
+// the gate and every threshold).
 func WriteRunJSON(out io.Writer, rep RunReport) error {
 	j := NewJSON(out)
 	if err := j.write(runObject{Type: "run", Run: rep.Run}); err != nil {
@@ -150,6 +154,11 @@ func WriteRunJSON(out io.Writer, rep RunReport) error {
 			return err
 		}
 	}
+	for _, n := range rep.Notifications {
+		if err := j.write(notificationObject{Type: "notification", Notification: n}); err != nil {
+			return err
+		}
+	}
 	if rep.Gate != nil {
 		g := GateJSON(*rep.Gate, rep.Thresholds)
 		g.Type = "gate"
@@ -168,6 +177,11 @@ type runObject struct {
 type findingObject struct {
 	Type string `json:"type"`
 	analysis.Finding
+}
+
+type notificationObject struct {
+	Type string `json:"type"`
+	store.Notification
 }
 
 type probeProblemObject struct {
@@ -191,6 +205,18 @@ func WriteFindings(out io.Writer, fs []analysis.Finding) {
 		if ev := evidence(f); ev != "" {
 			fmt.Fprintf(out, "      %s\n", ev)
 		}
+	}
+}
+
+// WriteNotifications prints the notifications, one line each, under
+// "notifications:"; nothing when there are none.
+func WriteNotifications(out io.Writer, ns []store.Notification) {
+	if len(ns) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "notifications:")
+	for _, n := range ns {
+		fmt.Fprintf(out, "  %s %s -> %s: %s\n", utc(n.At), strings.Join(n.Events, ", "), n.URL, n.Outcome())
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
@@ -96,6 +97,18 @@ type Notification struct {
 	Attempts     int       `json:"attempts"`
 	Error        string    `json:"error,omitempty"`
 	At           time.Time `json:"at"`
+}
+
+// Outcome says how the notification went: "sent", "sent, on try 2", or
+// "not sent after 3 tries: " and the error.
+func (n Notification) Outcome() string {
+	switch {
+	case n.OK && n.Attempts > 1:
+		return fmt.Sprintf("sent, on try %d", n.Attempts)
+	case n.OK:
+		return "sent"
+	}
+	return fmt.Sprintf("not sent after %d tries: %s", n.Attempts, n.Error)
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.

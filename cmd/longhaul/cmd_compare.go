@@ -508,5 +508,16 @@ func (a *app) reportComparison(ctx context.Context, st store.Store, id string, f
 	if format == report.JSON {
 		return true, report.WriteComparisonJSON(a.stdout, cmp)
 	}
-	return true, report.WriteComparisonText(a.stdout, cmp)
+	if err := report.WriteComparisonText(a.stdout, cmp); err != nil {
+		return true, err
+	}
+	ns, err := st.ComparisonNotifications(ctx, id)
+	if err != nil {
+		return true, fmt.Errorf("read notifications of comparison %s: %w", id, err)
+	}
+	if len(ns) > 0 {
+		fmt.Fprintln(a.stdout)
+		report.WriteNotifications(a.stdout, ns)
+	}
+	return true, nil
 }

@@ -105,6 +105,9 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 		return err
 	}
 	rep.SetThresholds(rs)
+	if rep.Notifications, err = st.Notifications(ctx, id); err != nil {
+		return fmt.Errorf("read notifications of run %s: %w", id, err)
+	}
 	if format == report.JSON {
 		return report.WriteRunJSON(a.stdout, rep)
 	}

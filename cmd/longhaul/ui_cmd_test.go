@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -120,5 +121,34 @@ func checkLiveUI(t *testing.T, stderr, runID string) {
 	res.Body.Close()
 	if res.StatusCode != 200 || !bytes.Contains(body, []byte("data-live=")) || !bytes.Contains(body, []byte(`id="chart-latency"`)) {
 		t.Errorf("live page: %d, live %v", res.StatusCode, bytes.Contains(body, []byte("data-live=")))
+	}
+}
+
+// TestReportNotifications: `longhaul report` lists a scheduled run's
+// notifications, sent or not, and a comparison's.
+func TestReportNotifications(t *testing.T) {
+	dsn, id := seedStore(t)
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 8, 1, 0, 0, time.UTC)
+	cmp := store.Comparison{ID: "cmp-ui", Name: "ui", Status: store.Completed, Pairs: 1, Order: "ab", CreatedAt: at}
+	err = errors.Join(st.PutComparison(ctx, cmp),
+		st.PutNotification(ctx, store.Notification{RunID: id, URL: "https://hooks.example/lh", Events: []string{"findings"}, OK: true, Attempts: 1, At: at}),
+		st.PutNotification(ctx, store.Notification{ComparisonID: cmp.ID, URL: "https://hooks.example/lh", Events: []string{"worse"}, Attempts: 3, Error: "connection refused", At: at}),
+		st.Close())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ id, want string }{
+		{id, "notifications:\n  2026-12-01 08:01:00Z findings -> https://hooks.example/lh: sent\n"},
+		{cmp.ID, "notifications:\n  2026-12-01 08:01:00Z worse -> https://hooks.example/lh: not sent after 3 tries: connection refused\n"},
+	} {
+		code, stdout, stderr := runCommand(t, "report", tt.id, "--store", dsn)
+		if code != exitOK || !strings.Contains(stdout, tt.want) {
+			t.Errorf("report %s: exit %d, stdout lacks %q:\n%s\n%s", tt.id, code, tt.want, stdout, stderr)
+		}
 	}
 }
