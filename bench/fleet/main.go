@@ -31,7 +31,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -46,6 +45,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -67,7 +67,7 @@ func run() error {
 	flag.StringVar(&c.longhaul, "longhaul", "", "the longhaul binary")
 	flag.StringVar(&c.target, "target", "", "the target binary (cmd/longhaul/testdata/soaktarget)")
 	flag.StringVar(&c.work, "work", "/tmp/longhaul-fleet", "work directory (emptied first)")
-	flag.StringVar(&c.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "PostgreSQL binaries")
+	flag.StringVar(&c.pgBin, "pg-bin", "", "PostgreSQL binaries (default: as internal/pgtest finds them)")
 	flag.StringVar(&c.mode, "mode", "batch", "batch (soaks at once) or idle (single soaks one after another)")
 	flag.IntVar(&c.soaks, "soaks", 50, "soaks submitted at once (batch)")
 	flag.IntVar(&c.windows, "windows", 4, "windows of 1 s per soak")
@@ -100,9 +100,7 @@ func run() error {
 
 type stack struct {
 	c        config
-	pgDir    string
-	pgPort   int
-	pg       *exec.Cmd
+	pg       *pgtest.Cluster
 	server   *exec.Cmd
 	workers  []*exec.Cmd
 	addr     string // Temporal frontend
@@ -118,7 +116,7 @@ func startStack(c config) (*stack, error) {
 		return s, err
 	}
 	s.storeURL = s.dsn("longhaul")
-	if err := execSQL(s.dsn("postgres"), "CREATE DATABASE longhaul"); err != nil {
+	if err := s.pg.Exec("postgres", "CREATE DATABASE longhaul"); err != nil {
 		return s, err
 	}
 	port, err := freePort()
@@ -179,12 +177,12 @@ func (s *stack) stop() {
 		stopProc(w)
 	}
 	stopProc(s.server)
-	stopProc(s.pg)
+	if s.pg != nil {
+		s.pg.Stop()
+	}
 }
 
-func (s *stack) dsn(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.pgPort, db)
-}
+func (s *stack) dsn(db string) string { return s.pg.DSN(db) }
 
 // startLonghaul starts `longhaul args…`, its output in WORK/name.log, and
 // waits for a line containing ready.
@@ -231,77 +229,14 @@ func stopProc(cmd *exec.Cmd) {
 }
 
 func (s *stack) startPostgres() error {
-	cred, uid, gid, err := runAs()
-	if err != nil {
-		return err
+	if s.c.pgBin != "" {
+		os.Setenv("PGTEST_BIN", s.c.pgBin)
 	}
-	s.pgDir = filepath.Join(s.c.work, "pg")
-	if err := os.MkdirAll(s.pgDir, 0o755); err != nil {
-		return err
-	}
-	if cred != nil {
-		if err := os.Chown(s.pgDir, uid, gid); err != nil {
-			return err
-		}
-	}
-	data := filepath.Join(s.pgDir, "data")
-	initdb := exec.Command(filepath.Join(s.c.pgBin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-instructions")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	initdb.Dir = s.pgDir
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %v\n%s", err, out)
-	}
-	if s.pgPort, err = freePort(); err != nil {
-		return err
-	}
-	logf, err := os.Create(filepath.Join(s.c.work, "postgres.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	s.pg = exec.Command(filepath.Join(s.c.pgBin, "postgres"), "-D", data, "-p", strconv.Itoa(s.pgPort), "-k", s.pgDir,
-		"-c", "listen_addresses=127.0.0.1")
-	s.pg.Dir = s.pgDir
-	s.pg.Stdout, s.pg.Stderr = logf, logf
-	s.pg.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	if err := s.pg.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if execSQL(s.dsn("postgres"), "SELECT 1") == nil {
-			return nil
-		}
-	}
-	return errors.New("postgres not ready within 60 s (see postgres.log)")
-}
-
-func execSQL(dsn, stmt string) error {
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = db.ExecContext(ctx, stmt)
+	// Durable: the store's and Temporal's commits cost what they would on a
+	// real server.
+	var err error
+	s.pg, err = pgtest.StartCluster(pgtest.ClusterOptions{Durable: true, Dir: filepath.Join(s.c.work, "pg")})
 	return err
-}
-
-// runAs is the credential PostgreSQL runs with: nil unless we are root.
-func runAs() (*syscall.Credential, int, int, error) {
-	if os.Geteuid() != 0 {
-		return nil, -1, -1, nil
-	}
-	for _, name := range []string{"postgres", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, uid, gid, nil
-	}
-	return nil, 0, 0, errors.New("running as root and no user postgres or nobody to run PostgreSQL as")
 }
 
 func freePort() (int, error) {
@@ -387,7 +322,7 @@ func (s *stack) waitAll(ids []string, within time.Duration, onTick func()) (map[
 func (s *stack) batch(c config) error {
 	ctx := context.Background()
 	pgMax := &pgConnections{dsn: s.dsn("postgres")}
-	sampler := newPGSampler(s.pg.Process.Pid)
+	sampler := newPGSampler(s.pg.PID())
 	sampler.sample()
 	cpu0 := s.cpu()
 	start := time.Now()
@@ -749,7 +684,7 @@ func (s *stack) cpu() cpuSnapshot {
 		c.workers += self
 		c.workerChildren += ch
 	}
-	pm := s.pg.Process.Pid
+	pm := s.pg.PID()
 	self, ch, _, _ := procTimes(pm)
 	c.pg = self + ch
 	for _, pid := range childrenOf(pm) {

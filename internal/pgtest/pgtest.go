@@ -18,6 +18,9 @@
 // (newest version first), then $PATH. When none is found the test is skipped
 // with the reason. PostgreSQL refuses to run as root: under root the cluster
 // runs as the "postgres" user (or "nobody").
+//
+// StartCluster starts one outside a test, for a benchmark's own stack, with
+// PostgreSQL's durable settings if asked.
 package pgtest
 
 import (
@@ -56,9 +59,9 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Skipf("pgtest: %v", err)
 	}
-	c, err := start(bin)
+	c, err := start(bin, ClusterOptions{})
 	if c != nil {
-		t.Cleanup(c.stop)
+		t.Cleanup(c.Stop)
 	}
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -125,7 +128,20 @@ func isFile(p string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-type cluster struct {
+// ClusterOptions shape a cluster started by StartCluster.
+type ClusterOptions struct {
+	// Durable keeps PostgreSQL's own settings (fsync, synchronous commit,
+	// full-page writes, 100 connections, 128 MB of shared buffers) instead
+	// of the fast, crash-unsafe ones tests run with: for a benchmark whose
+	// figures should hold for a real server.
+	Durable bool
+	// Dir holds the cluster (it must not exist, or be empty); "" makes a
+	// temporary directory. Stop removes it either way.
+	Dir string
+}
+
+// Cluster is a running private cluster.
+type Cluster struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
@@ -133,11 +149,31 @@ type cluster struct {
 	log  *bytes.Buffer
 }
 
-func (c *cluster) dsn(db string) string {
+// StartCluster starts a cluster outside a test (a benchmark's own stack),
+// with the binaries Start would use; the caller stops it. A non-nil Cluster
+// comes back whenever something needs stopping, even with an error.
+func StartCluster(opts ClusterOptions) (*Cluster, error) {
+	bin, err := findBin()
+	if err != nil {
+		return nil, err
+	}
+	return start(bin, opts)
+}
+
+// DSN is the URL of database db in the cluster, as the superuser postgres.
+func (c *Cluster) DSN(db string) string { return c.dsn(db) }
+
+// PID is the server's (the postmaster's) process id.
+func (c *Cluster) PID() int { return c.cmd.Process.Pid }
+
+// Exec runs one statement in database db.
+func (c *Cluster) Exec(db, stmt string) error { return c.exec(db, stmt) }
+
+func (c *Cluster) dsn(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
 }
 
-func (c *cluster) exec(db, stmt string) error { return execDSN(c.dsn(db), stmt) }
+func (c *Cluster) exec(db, stmt string) error { return execDSN(c.dsn(db), stmt) }
 
 func execDSN(dsn, stmt string) error {
 	db, err := sql.Open("pgx", dsn)
@@ -155,16 +191,21 @@ func execDSN(dsn, stmt string) error {
 
 // start creates and starts a cluster. A non-nil cluster is returned whenever
 // something needs cleaning up, even with an error.
-func start(bin string) (*cluster, error) {
+func start(bin string, opts ClusterOptions) (*Cluster, error) {
 	cred, uid, gid, err := runAs()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest-")
+	dir := opts.Dir
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "pgtest-")
+	} else {
+		err = os.MkdirAll(dir, 0o700)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("make cluster directory: %w", err)
 	}
-	c := &cluster{dir: dir, log: &bytes.Buffer{}}
+	c := &Cluster{dir: dir, log: &bytes.Buffer{}}
 	if cred != nil {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return c, fmt.Errorf("chown %s: %w", dir, err)
@@ -190,11 +231,12 @@ func start(bin string) (*cluster, error) {
 			return c, err
 		}
 		c.log.Reset()
-		c.cmd = exec.Command(filepath.Join(bin, "postgres"),
-			"-D", data, "-p", strconv.Itoa(c.port), "-k", dir,
-			"-c", "listen_addresses=127.0.0.1",
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-			"-c", "max_connections=50", "-c", "shared_buffers=32MB")
+		argv := []string{"-D", data, "-p", strconv.Itoa(c.port), "-k", dir, "-c", "listen_addresses=127.0.0.1"}
+		if !opts.Durable {
+			argv = append(argv, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+				"-c", "max_connections=50", "-c", "shared_buffers=32MB")
+		}
+		c.cmd = exec.Command(filepath.Join(bin, "postgres"), argv...)
 		c.cmd.Dir = dir
 		c.cmd.Stdout = c.log
 		c.cmd.Stderr = c.log
@@ -218,7 +260,7 @@ func start(bin string) (*cluster, error) {
 }
 
 // waitReady polls until the server accepts a query.
-func (c *cluster) waitReady(ctx context.Context) error {
+func (c *Cluster) waitReady(ctx context.Context) error {
 	for {
 		select {
 		case <-c.done:
@@ -237,7 +279,7 @@ func (c *cluster) waitReady(ctx context.Context) error {
 	}
 }
 
-func (c *cluster) ping(ctx context.Context) error {
+func (c *Cluster) ping(ctx context.Context) error {
 	db, err := sql.Open("pgx", c.dsn("postgres"))
 	if err != nil {
 		return err
@@ -249,7 +291,7 @@ func (c *cluster) ping(ctx context.Context) error {
 }
 
 // kill stops the server: SIGINT (fast shutdown), then SIGKILL after 10 s.
-func (c *cluster) kill() {
+func (c *Cluster) kill() {
 	if c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
@@ -262,7 +304,8 @@ func (c *cluster) kill() {
 	}
 }
 
-func (c *cluster) stop() {
+// Stop stops the server and removes the cluster's directory.
+func (c *Cluster) Stop() {
 	c.kill()
 	_ = os.RemoveAll(c.dir)
 }
