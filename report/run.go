@@ -154,10 +154,8 @@ func WriteRunJSON(out io.Writer, rep RunReport) error {
 			return err
 		}
 	}
-	for _, n := range rep.Notifications {
-		if err := j.write(notificationObject{Type: "notification", Notification: n}); err != nil {
-			return err
-		}
+	if err := WriteNotificationsJSON(out, rep.Notifications); err != nil {
+		return err
 	}
 	if rep.Gate != nil {
 		g := GateJSON(*rep.Gate, rep.Thresholds)
@@ -218,6 +216,17 @@ func WriteNotifications(out io.Writer, ns []store.Notification) {
 	for _, n := range ns {
 		fmt.Fprintf(out, "  %s %s -> %s: %s\n", utc(n.At), strings.Join(n.Events, ", "), n.URL, n.Outcome())
 	}
+}
+
+// WriteNotificationsJSON prints one {"type":"notification"} line per
+// notification.
+func WriteNotificationsJSON(out io.Writer, ns []store.Notification) error {
+	for _, n := range ns {
+		if err := writeJSONLine(out, notificationObject{Type: "notification", Notification: n}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // evidence lists the set fields of f's evidence, "; "-separated.

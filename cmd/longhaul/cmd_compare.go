@@ -505,15 +505,18 @@ func (a *app) reportComparison(ctx context.Context, st store.Store, id string, f
 	if err != nil {
 		return true, fmt.Errorf("read comparison %s: %w", id, err)
 	}
-	if format == report.JSON {
-		return true, report.WriteComparisonJSON(a.stdout, cmp)
-	}
-	if err := report.WriteComparisonText(a.stdout, cmp); err != nil {
-		return true, err
-	}
 	ns, err := st.ComparisonNotifications(ctx, id)
 	if err != nil {
 		return true, fmt.Errorf("read notifications of comparison %s: %w", id, err)
+	}
+	if format == report.JSON {
+		if err := report.WriteComparisonJSON(a.stdout, cmp); err != nil {
+			return true, err
+		}
+		return true, report.WriteNotificationsJSON(a.stdout, ns)
+	}
+	if err := report.WriteComparisonText(a.stdout, cmp); err != nil {
+		return true, err
 	}
 	if len(ns) > 0 {
 		fmt.Fprintln(a.stdout)

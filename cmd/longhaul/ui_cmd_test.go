@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +151,21 @@ func TestReportNotifications(t *testing.T) {
 		code, stdout, stderr := runCommand(t, "report", tt.id, "--store", dsn)
 		if code != exitOK || !strings.Contains(stdout, tt.want) {
 			t.Errorf("report %s: exit %d, stdout lacks %q:\n%s\n%s", tt.id, code, tt.want, stdout, stderr)
+		}
+		// NDJSON: one {"type":"notification"} line.
+		code, stdout, stderr = runCommand(t, "report", tt.id, "--store", dsn, "--format", "json")
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			var o struct{ Type, URL string }
+			if err := json.Unmarshal([]byte(line), &o); err != nil {
+				t.Fatalf("report %s --format json: line %q: %v", tt.id, line, err)
+			}
+			if o.Type == "notification" {
+				got = append(got, o.URL)
+			}
+		}
+		if code != exitOK || !slices.Equal(got, []string{"https://hooks.example/lh"}) {
+			t.Errorf("report %s --format json: exit %d, notifications to %v: %s", tt.id, code, got, stderr)
 		}
 	}
 }
