@@ -99,16 +99,19 @@ type Notification struct {
 	At           time.Time `json:"at"`
 }
 
-// Outcome says how the notification went: "sent", "sent, on try 2", or
-// "not sent after 3 tries: " and the error.
+// Outcome says how the notification went: "sent", "sent, on try 2",
+// "not sent after 3 tries: " and the error, or "not sent: " and the error
+// when the first try's answer ruled out retrying (a 4xx).
 func (n Notification) Outcome() string {
 	switch {
 	case n.OK && n.Attempts > 1:
 		return fmt.Sprintf("sent, on try %d", n.Attempts)
 	case n.OK:
 		return "sent"
+	case n.Attempts > 1:
+		return fmt.Sprintf("not sent after %d tries: %s", n.Attempts, n.Error)
 	}
-	return fmt.Sprintf("not sent after %d tries: %s", n.Attempts, n.Error)
+	return "not sent: " + n.Error
 }
 
 // ListOptions filter ListRuns. Zero values mean no filter; Limit 0 means 100.

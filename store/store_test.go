@@ -808,3 +808,19 @@ func testNotifications(t *testing.T, open backend) {
 		t.Error("PutNotification of a run and a comparison at once: no error")
 	}
 }
+
+func TestNotificationOutcome(t *testing.T) {
+	for _, tt := range []struct {
+		n    store.Notification
+		want string
+	}{
+		{store.Notification{OK: true, Attempts: 1}, "sent"},
+		{store.Notification{OK: true, Attempts: 2}, "sent, on try 2"},
+		{store.Notification{Attempts: 6, Error: "503 Service Unavailable"}, "not sent after 6 tries: 503 Service Unavailable"},
+		{store.Notification{Attempts: 1, Error: "404 Not Found"}, "not sent: 404 Not Found"},
+	} {
+		if got := tt.n.Outcome(); got != tt.want {
+			t.Errorf("Outcome(%+v) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -4,7 +4,7 @@
 //	fleet -mode batch -soaks 50 -slots 1   // 50 soaks at once, then the checks and the CPU figures
 //	fleet -mode idle -idle 10              // single soaks on an idle stack: submit → first window
 //
-// Each mode starts its own stack in -work: a PostgreSQL 15 cluster (initdb,
+// Each mode starts its own stack in -work: a PostgreSQL cluster (initdb,
 // default settings: fsync on, max_connections 100) holding Temporal's
 // databases and the results database, `longhaul server --persistence
 // postgres://…`, and two `longhaul worker --host-id fleet-a|fleet-b
@@ -89,7 +89,7 @@ func run() error {
 		return err
 	}
 	fmt.Printf("# %s %s, %d cores, load %s\n", time.Now().UTC().Format("2006-01-02T15:04Z"), hostname(), numCPU(), loadavg())
-	fmt.Printf("# stack: longhaul server on PostgreSQL 15 (defaults: fsync on, max_connections 100; Temporal and results databases in one cluster), workers fleet-a and fleet-b with --slots %d, local provider, soaks of %d × 1 s windows at %d requests/s\n", c.slots, c.windows, c.rate)
+	fmt.Printf("# stack: longhaul server on PostgreSQL %s (defaults: fsync on, max_connections 100; Temporal and results databases in one cluster), workers fleet-a and fleet-b with --slots %d, local provider, soaks of %d × 1 s windows at %d requests/s\n", s.pgVersion(), c.slots, c.windows, c.rate)
 	if c.mode == "idle" {
 		return s.idle(c)
 	}
@@ -184,6 +184,20 @@ func (s *stack) stop() {
 
 func (s *stack) dsn(db string) string { return s.pg.DSN(db) }
 
+// pgVersion is the server's version, for the header ("?" if it cannot say).
+func (s *stack) pgVersion() string {
+	db, err := sql.Open("pgx", s.dsn("postgres"))
+	if err != nil {
+		return "?"
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRow("SHOW server_version").Scan(&v); err != nil {
+		return "?"
+	}
+	return v
+}
+
 // startLonghaul starts `longhaul args…`, its output in WORK/name.log, and
 // waits for a line containing ready.
 func startLonghaul(c config, name, ready string, within time.Duration, args ...string) (*exec.Cmd, error) {
@@ -229,13 +243,10 @@ func stopProc(cmd *exec.Cmd) {
 }
 
 func (s *stack) startPostgres() error {
-	if s.c.pgBin != "" {
-		os.Setenv("PGTEST_BIN", s.c.pgBin)
-	}
 	// Durable: the store's and Temporal's commits cost what they would on a
 	// real server.
 	var err error
-	s.pg, err = pgtest.StartCluster(pgtest.ClusterOptions{Durable: true, Dir: filepath.Join(s.c.work, "pg")})
+	s.pg, err = pgtest.StartCluster(pgtest.ClusterOptions{Durable: true, Dir: filepath.Join(s.c.work, "pg"), Bin: s.c.pgBin})
 	return err
 }
 

@@ -66,10 +66,10 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	if err := c.exec("postgres", "CREATE DATABASE test"); err != nil {
+	if err := c.Exec("postgres", "CREATE DATABASE test"); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	return c.dsn("test")
+	return c.DSN("test")
 }
 
 var dbSeq atomic.Int64
@@ -138,6 +138,9 @@ type ClusterOptions struct {
 	// Dir holds the cluster (it must not exist, or be empty); "" makes a
 	// temporary directory. Stop removes it either way.
 	Dir string
+	// Bin is the directory of initdb and postgres; "" looks them up as
+	// Start does.
+	Bin string
 }
 
 // Cluster is a running private cluster.
@@ -153,27 +156,26 @@ type Cluster struct {
 // with the binaries Start would use; the caller stops it. A non-nil Cluster
 // comes back whenever something needs stopping, even with an error.
 func StartCluster(opts ClusterOptions) (*Cluster, error) {
-	bin, err := findBin()
-	if err != nil {
-		return nil, err
+	bin := opts.Bin
+	if bin == "" {
+		var err error
+		if bin, err = findBin(); err != nil {
+			return nil, err
+		}
 	}
 	return start(bin, opts)
 }
 
 // DSN is the URL of database db in the cluster, as the superuser postgres.
-func (c *Cluster) DSN(db string) string { return c.dsn(db) }
+func (c *Cluster) DSN(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
+}
 
 // PID is the server's (the postmaster's) process id.
 func (c *Cluster) PID() int { return c.cmd.Process.Pid }
 
 // Exec runs one statement in database db.
-func (c *Cluster) Exec(db, stmt string) error { return c.exec(db, stmt) }
-
-func (c *Cluster) dsn(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
-}
-
-func (c *Cluster) exec(db, stmt string) error { return execDSN(c.dsn(db), stmt) }
+func (c *Cluster) Exec(db, stmt string) error { return execDSN(c.DSN(db), stmt) }
 
 func execDSN(dsn, stmt string) error {
 	db, err := sql.Open("pgx", dsn)
@@ -280,7 +282,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 }
 
 func (c *Cluster) ping(ctx context.Context) error {
-	db, err := sql.Open("pgx", c.dsn("postgres"))
+	db, err := sql.Open("pgx", c.DSN("postgres"))
 	if err != nil {
 		return err
 	}
