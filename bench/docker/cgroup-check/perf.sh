@@ -13,7 +13,7 @@ cd "$here/../../.."
 summarize() { # DIR with {local,docker}.data and {local,docker}.rps
 	local d=$1 p
 	for p in local docker; do
-		echo "== $p: $(cat "$d/$p.rps") req/s"
+		echo "== $p: $(cat "$d/$p.rps") req/s, $(perf report -i "$d/$p.data" --stdio 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\) of.*/\1/p' | head -1) samples"
 		perf report -i "$d/$p.data" --no-children -g none --sort comm,dso --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -8
 		perf report -i "$d/$p.data" --no-children -g none --sort dso,sym --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' >"$d/$p.sym"
 	done
