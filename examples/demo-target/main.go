@@ -11,6 +11,7 @@
 //	DEMO_INDEX_BUCKET=false go run ./examples/demo-target           # list cost grows with the table
 //	DEMO_LEAK_BYTES=2048 go run ./examples/demo-target              # every request retains 2 KiB
 //	DEMO_CPU_BURN_US=40 go run ./examples/demo-target               # every request burns 40 µs of CPU
+//	DEMO_ALLOC_BYTES=4096 go run ./examples/demo-target             # every request allocates and drops 4 KiB
 //	DEMO_RESPONSE_VARIANT=1 go run ./examples/demo-target           # GET /items answers a little differently
 //
 // Environment:
@@ -22,6 +23,8 @@
 //	DEMO_LEAK_BYTES    N > 0: every request appends an N-byte allocation to a slice never freed
 //	DEMO_CPU_BURN_US   N > 0: every request burns N µs of CPU in a loop on its own goroutine
 //	                   (calibrated against thread CPU time at start)
+//	DEMO_ALLOC_BYTES   N > 0: every request allocates N bytes on the heap and drops them
+//	                   (garbage for the GC: bytes allocated per request grow by N)
 //	DEMO_RESPONSE_VARIANT  1: GET /items adds "cursor":null to its answer (a response
 //	                   difference for comparisons' equivalence check to find)
 //
@@ -89,6 +92,7 @@ type config struct {
 	IndexBucket bool
 	LeakBytes   int
 	CPUBurnUs   int
+	AllocBytes  int
 	Variant     int
 }
 
@@ -124,6 +128,13 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		}
 		c.CPUBurnUs = n
 	}
+	if v := getenv("DEMO_ALLOC_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 64<<20 {
+			return c, usageError{fmt.Sprintf("DEMO_ALLOC_BYTES=%q: want a byte count 0-67108864", v)}
+		}
+		c.AllocBytes = n
+	}
 	if v := getenv("DEMO_RESPONSE_VARIANT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1 {
@@ -137,7 +148,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 // run serves the API until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_RESPONSE_VARIANT"}
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT"}
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -156,13 +167,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
 	srv := &http.Server{
-		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, Variant: cfg.Variant, Log: log}),
+		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, AllocBytes: cfg.AllocBytes, Variant: cfg.Variant, Log: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes,
-		"cpu_burn_us", cfg.CPUBurnUs, "response_variant", cfg.Variant)
+		"cpu_burn_us", cfg.CPUBurnUs, "alloc_bytes", cfg.AllocBytes, "response_variant", cfg.Variant)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

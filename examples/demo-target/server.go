@@ -47,6 +47,9 @@ type serverOptions struct {
 	// CPUBurnUs, when > 0, makes every request burn that much CPU (the
 	// DEMO_CPU_BURN_US switch).
 	CPUBurnUs int
+	// AllocBytes, when > 0, makes every request allocate that many bytes
+	// and drop them (the DEMO_ALLOC_BYTES switch).
+	AllocBytes int
 	// Variant 1 adds "cursor":null to GET /items (DEMO_RESPONSE_VARIANT).
 	Variant int
 	Log     *slog.Logger
@@ -60,10 +63,11 @@ type server struct {
 	metrics *metrics.Set
 	heap    liveHeap
 
-	leakBytes int
-	leak      *leakedMemory
-	burner    cpuBurner
-	variant   int
+	leakBytes  int
+	leak       *leakedMemory
+	burner     cpuBurner
+	allocBytes int
+	variant    int
 
 	errLog sampledLog
 	bufs   sync.Pool // *[]byte response buffers
@@ -78,14 +82,15 @@ func newServer(st store, o serverOptions) *server {
 		o.Leak = &retained
 	}
 	s := &server{
-		st:        st,
-		log:       o.Log,
-		mux:       http.NewServeMux(),
-		metrics:   metrics.NewSet(),
-		leakBytes: o.LeakBytes,
-		leak:      o.Leak,
-		burner:    newCPUBurner(o.CPUBurnUs),
-		variant:   o.Variant,
+		st:         st,
+		log:        o.Log,
+		mux:        http.NewServeMux(),
+		metrics:    metrics.NewSet(),
+		leakBytes:  o.LeakBytes,
+		leak:       o.Leak,
+		burner:     newCPUBurner(o.CPUBurnUs),
+		allocBytes: o.AllocBytes,
+		variant:    o.Variant,
 	}
 	s.errLog.log = o.Log
 	s.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
@@ -131,6 +136,7 @@ func (s *server) handle(pattern string, h handlerFunc) {
 		start := time.Now()
 		s.leak.retain(s.leakBytes)
 		s.burner.burn()
+		allocGarbage(s.allocBytes)
 		code := h(w, r)
 		duration.UpdateDuration(start)
 		if c, ok := counters[code]; ok {
@@ -610,6 +616,26 @@ func (l *leakedMemory) retain(n int) {
 	l.kept = append(l.kept, b)
 	l.mu.Unlock()
 	l.total.Add(int64(n))
+}
+
+// garbageSink is where allocGarbage publishes each allocation, so that the
+// compiler can neither drop it nor keep it on the stack: a store to a
+// package-level variable makes it escape, and the write loop makes it real.
+// The previous allocation becomes garbage at the next store.
+var garbageSink atomic.Pointer[[]byte]
+
+// allocGarbage allocates n bytes on the heap and drops them: the
+// DEMO_ALLOC_BYTES switch, a known allocation cost per request (bytes
+// allocated per request, and GC cycles, grow with n; the live heap does not).
+func allocGarbage(n int) {
+	if n <= 0 {
+		return
+	}
+	b := make([]byte, n)
+	for i := 0; i < n; i += 512 {
+		b[i] = 1
+	}
+	garbageSink.Store(&b)
 }
 
 // sampledLog logs at most one error a second and counts the ones it dropped.
