@@ -56,7 +56,7 @@ func (r Result) Verdicts() []Finding {
 // an error surge and a throughput limit in a run's windows. Windows may come in
 // any order and from several incarnations; each incarnation (a fresh
 // environment after the previous one was lost) is analysed on its own, since
-// its heap and tables start over. Gap windows are skipped; each incarnation's
+// its heap and tables start over. Gap and partial windows are skipped; each incarnation's
 // warm-up windows are excluded (Options.Warmup, Options.WarmupWindows).
 //
 // Analyze is a pure function of its input: no I/O, safe for concurrent use,
@@ -72,6 +72,9 @@ func Analyze(ws []window.Window, opts Options) Result {
 			fs = append(fs, f)
 		}
 		if f, ok := a.pauses(inc); ok {
+			fs = append(fs, f)
+		}
+		if f, ok := a.rateMissed(inc); ok {
 			fs = append(fs, f)
 		}
 		f, ok, isThin := a.collapse(inc)
@@ -131,12 +134,14 @@ func kindOrder(k string) int {
 		return 3
 	case KindPauses:
 		return 4
-	case KindInsufficientData:
+	case KindRateMissed:
 		return 5
-	case KindMissingEvidence:
+	case KindInsufficientData:
 		return 6
+	case KindMissingEvidence:
+		return 7
 	}
-	return 7
+	return 8
 }
 
 type analyzer struct {
@@ -173,8 +178,8 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 	byInc := map[int][]*window.Window{}
 	for i := range ws {
 		w := &ws[i]
-		if w.Gap {
-			continue
+		if w.Gap || w.Partial {
+			continue // a partial window's rates and tail are not comparable
 		}
 		byInc[w.Incarnation] = append(byInc[w.Incarnation], w)
 	}

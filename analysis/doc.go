@@ -31,7 +31,10 @@
 // for an error surge "errors", "errors_<class>" (the dominant one),
 // "dominant_class_share"; for a throughput limit "knee", "knee_fit",
 // "level_min", "level_max", "elasticity_beyond_knee", "gain_beyond_knee",
-// "p50_ms_at_knee", "p50_ms_at_max", "dropped_beyond_knee".
+// "p50_ms_at_knee", "p50_ms_at_max", "dropped_beyond_knee"; for a missed
+// open-model rate (KindRateMissed, with Evidence.Cause) "dropped",
+// "intended", "dropped_share", "peak_in_flight", "max_vus",
+// "intended_rate", "p50_ms", "host_foreign_cpu".
 //
 // Across runs, FindChangePoints (or a ChangePointSeries that grows one run
 // at a time) finds where a per-run metric — one value per nightly soak —
@@ -40,7 +43,8 @@
 // at least 4 runs on each side; see ChangePointOptions).
 //
 // How each detector decides is documented on its tunables in LeakOptions,
-// CollapseOptions, ErrorSurgeOptions and ThroughputLimitOptions; the
+// CollapseOptions, ErrorSurgeOptions, ThroughputLimitOptions and
+// RateMissedOptions; the
 // statistics (TheilSen, MannKendall, MannKendallHamedRao, Spearman, Median,
 // Quantile) are exported for other analyses. The package is pure: no I/O, no clock, no globals beyond
 // a lazily built table of exact Mann–Kendall probabilities.

@@ -69,6 +69,9 @@ type Evidence struct {
 	Before float64 `json:"before,omitempty"`
 	After  float64 `json:"after,omitempty"`
 	Unit   string  `json:"unit,omitempty"`
+	// Cause names the likely cause where a detector tells causes apart
+	// (rate_missed: CauseTargetLatency, CauseMaxVUs, CauseDriverCPU).
+	Cause string `json:"cause,omitempty"`
 	// Missing names the probe data a detector needed and did not find.
 	Missing []string `json:"missing,omitempty"`
 	// Notes carries any other figure worth showing, keyed by name.

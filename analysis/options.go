@@ -23,6 +23,7 @@ type Options struct {
 	Collapse        CollapseOptions
 	ErrorSurge      ErrorSurgeOptions
 	ThroughputLimit ThroughputLimitOptions
+	RateMissed      RateMissedOptions
 }
 
 // Defaults shared by the detectors.
@@ -367,6 +368,11 @@ func DefaultOptions() Options {
 			MinPointsBeyondKnee: 3,
 			Severity:            Info,
 		},
+		RateMissed: RateMissedOptions{
+			Warning:     0.01,
+			Critical:    0.10,
+			MinIntended: 100,
+		},
 	}
 }
 
@@ -441,6 +447,11 @@ func (o Options) withDefaults() Options {
 	if t.Severity == "" {
 		t.Severity = dt.Severity
 	}
+
+	rm, drm := &o.RateMissed, d.RateMissed
+	def(&rm.Warning, drm.Warning)
+	def(&rm.Critical, drm.Critical)
+	def(&rm.MinIntended, drm.MinIntended)
 	return o
 }
 

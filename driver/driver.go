@@ -509,7 +509,14 @@ func (r *run) run(ctx context.Context, sink func(window.Window) error) (Result, 
 		v.conn.close()
 	}
 	end := time.Now()
-	q.push(r.close(idx, r.start.Add(time.Duration(idx-r.opts.FirstIndex)*r.window), end))
+	from := r.start.Add(time.Duration(idx-r.opts.FirstIndex) * r.window)
+	final := r.close(idx, from, end)
+	// A window that ends before its nominal length (a stop, or a duration
+	// that is not a whole number of windows) is partial; the drain of the
+	// requests in flight makes a full last window slightly longer, never
+	// shorter.
+	final.Partial = res.Stopped || r.length <= 0 || r.start.Add(r.length).Before(from.Add(r.window))
+	q.push(final)
 	q.finish()
 	<-sinkDone
 	res.End = end
@@ -553,6 +560,7 @@ func (r *run) close(idx int, start, end time.Time) window.Window {
 	w.Target = r.ramp.at(at)
 	if r.open {
 		w.VUs = int(r.busy.Load())
+		w.MaxVUs = r.numVUs
 	} else {
 		// What the ramp allows at the window's end (the active count a
 		// collector running late would read may already be the next one's).

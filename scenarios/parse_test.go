@@ -509,3 +509,30 @@ func TestParseDatabaseProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesForTargetKind: probes that cannot apply to the target are
+// refused when the file is read, not found out at run time.
+func TestProbesForTargetKind(t *testing.T) {
+	for _, tt := range []struct {
+		name, env, probes, want string
+	}{
+		{"process on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "process: true", "not applicable to a target.url target"},
+		{"process off on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "process: false", ""},
+		{"heap on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "heap: {metric: {}}", ""},
+		{"process on command", "environment: {provider: local, target: {command: [app]}}", "process: true", ""},
+		{"database on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "database: true", "database.kind: postgres"},
+		{"database with postgres", "environment: {provider: local, target: {command: [app]}, database: {kind: postgres}}", "database: true", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte("name: x\n"+tt.env+"\nops: [{name: a, request: {path: /}}]\nprobes: {"+tt.probes+"}\n"), "x.yaml")
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("got %v, want ok", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("got %v, want %q", err, tt.want)
+			case err != nil && !strings.HasPrefix(err.Error(), "x.yaml:4:"):
+				t.Errorf("not located at the probes line: %v", err)
+			}
+		})
+	}
+}

@@ -511,6 +511,20 @@ const (
 )
 
 func (v *validator) validateProbes() {
+	// Probes that cannot apply to an already running target: longhaul
+	// neither runs its process nor provisions its database.
+	if t := v.s.Environment.Target; t.URL != "" && t.Image == "" && t.Build == nil && len(t.Command) == 0 {
+		if pr := v.s.Probes.Process; pr != nil && *pr {
+			v.errf(p("probes", "process"), "probes.process is not applicable to a target.url target: longhaul does not run its process, so it cannot read its CPU and RSS; remove process: true, or let longhaul start the target (target.command with provider local)")
+		}
+	}
+	// A scenario without a target (for longhaul drive --target) has nothing
+	// to check the database probe against.
+	t := v.s.Environment.Target
+	hasTarget := t.URL != "" || t.Image != "" || t.Build != nil || len(t.Command) > 0
+	if on, set := v.s.Probes.PostgresOn(); hasTarget && set && on && v.s.Environment.Database.Kind != "postgres" {
+		v.errf(p("probes", "database"), "probes.database: true samples the PostgreSQL longhaul provisions, and there is none: set environment.database.kind: postgres, or remove database: true")
+	}
 	if d := v.s.Probes.Database; d != nil && d.Postgres == nil {
 		where := p("probes", "database", "sqlite")
 		switch path := strings.TrimSpace(d.SQLite); {

@@ -174,8 +174,12 @@ type Window struct {
 	// VUs is the number of active virtual users when the window closed;
 	// InFlight the largest number of requests in flight during it. Together
 	// with RPS they show a throughput limit on a ramp.
-	VUs       int                `json:"vus"`
-	InFlight  int                `json:"in_flight"`
+	VUs      int `json:"vus"`
+	InFlight int `json:"in_flight"`
+	// MaxVUs is the open model's VU cap (load.max_vus), 0 in the closed
+	// model: a start dropped while InFlight reached it found every VU
+	// waiting on the target.
+	MaxVUs    int                `json:"max_vus,omitempty"`
 	Target    float64            `json:"target,omitempty"` // ramp target at window end: VUs (closed) or rate/s (open)
 	LatencyMs Latency            `json:"latency_ms"`
 	Ops       map[string]OpStats `json:"ops"`
@@ -184,6 +188,13 @@ type Window struct {
 	// microseconds, encoded by EncodeHistogram. It lets any percentile be
 	// recomputed and windows be merged later.
 	Histogram []byte `json:"-"`
+
+	// Partial is set on a window cut short: the last one of a run stopped
+	// early (Ctrl-C, a failed threshold) or of a duration that is not a
+	// whole number of windows. Its rates cover less time than the others'
+	// and its tail is the drain of the requests in flight, so analysis
+	// leaves it out.
+	Partial bool `json:"partial,omitempty"`
 
 	// Gap is set on a placeholder row for a window that was lost (for example
 	// the one in progress when a worker died). It has no measurements.
