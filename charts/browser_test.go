@@ -259,6 +259,7 @@ func TestBrowser(t *testing.T) {
 	}
 	b.hover("latency", 0.5)
 	b.screenshot("run")
+	b.checkSummary("run page")
 	b.clean("run page")
 
 	// Zoom: drag across the throughput chart, land on the range at full resolution.
@@ -324,6 +325,14 @@ func TestBrowser(t *testing.T) {
 	if tip := b.hover("cpu", 0.1); !strings.Contains(tip, "CPU") {
 		t.Errorf("report file hover shows %q", tip)
 	}
+	b.checkSummary("report file")
+	// Its downloads are in the file: data: URLs whose CSV has a row per window.
+	csvRows := js[int](b, "read the embedded CSV", `(() => { const a = [...document.querySelectorAll('a[download]')].find(a => a.textContent === 'windows.csv');
+	  if (!a || !a.href.startsWith('data:text/csv;base64,')) return -1;
+	  return atob(a.href.split(',')[1]).trim().split('\n').length - 1; })()`)
+	if csvRows != 120 {
+		t.Errorf("the report file's windows.csv has %d rows, want 120 (one per window, embedded as a data: URL)", csvRows)
+	}
 	b.screenshot("report-file")
 	b.clean("report file")
 
@@ -350,4 +359,54 @@ func TestBrowser(t *testing.T) {
 	}
 	b.screenshot("schedule")
 	b.clean("schedule page")
+}
+
+// summaryState is a run page's summary as the browser shows it.
+type summaryState struct {
+	Tiles map[string]string   `json:"tiles"`
+	Head  []string            `json:"head"`
+	Rows  map[string][]string `json:"rows"`
+	Dist  int                 `json:"dist"` // series paths of the distribution plot
+}
+
+// checkSummary reads the summary's tiles, its per-op percentile table and
+// its distribution plot, and checks them against the fixture's ops.
+func (b *browser) checkSummary(page string) {
+	b.t.Helper()
+	s := js[summaryState](b, "read the summary", `(() => {
+	  const tiles = {}; document.querySelectorAll('#summary [data-tile]').forEach(t => tiles[t.dataset.tile] = t.querySelector('.tvalue').textContent);
+	  const head = [...document.querySelectorAll('#summary table.summary thead th')].map(th => th.textContent);
+	  const rows = {}; document.querySelectorAll('#summary table.summary tbody tr').forEach(tr => rows[tr.dataset.op] = [...tr.children].map(td => td.textContent));
+	  const dist = document.querySelectorAll('#chart-distribution svg path[stroke-width="1.3"]').length;
+	  return {tiles, head, rows, dist}; })()`)
+	for _, k := range []string{"rps", "errors", "dropped", "p50", "p99", "max"} {
+		if s.Tiles[k] == "" {
+			b.t.Errorf("%s: no %s tile (tiles %v)", page, k, s.Tiles)
+		}
+	}
+	if !strings.HasSuffix(s.Tiles["errors"], "%") || !strings.HasSuffix(s.Tiles["dropped"], "%") {
+		b.t.Errorf("%s: error and dropped tiles %q, %q: want rates", page, s.Tiles["errors"], s.Tiles["dropped"])
+	}
+	if want := "op requests req/s errors p50 p90 p95 p99 p99.9 max"; strings.Join(s.Head, " ") != want {
+		b.t.Errorf("%s: summary columns %q, want %q", page, strings.Join(s.Head, " "), want)
+	}
+	for _, op := range []string{"all", "list", "create"} {
+		r := s.Rows[op]
+		if len(r) != 10 {
+			b.t.Errorf("%s: summary row %s is %q", page, op, r)
+			continue
+		}
+		// p50 ≤ p90 ≤ p95 ≤ p99 ≤ p99.9 ≤ max, all read from the page.
+		prev := 0.0
+		for i := 4; i < 10; i++ {
+			var v float64
+			if _, err := fmt.Sscan(strings.ReplaceAll(r[i], ",", ""), &v); err != nil || v < prev || v <= 0 {
+				b.t.Errorf("%s: op %s percentile %s = %q out of order", page, op, s.Head[i], r[i])
+			}
+			prev = v
+		}
+	}
+	if s.Dist < 2 {
+		b.t.Errorf("%s: the latency distribution draws %d series, want the run's and its ops'", page, s.Dist)
+	}
 }

@@ -198,8 +198,8 @@ func TestRunPage(t *testing.T) {
 			t.Errorf("run page lacks %q", want)
 		}
 	}
-	if n := strings.Count(body, "<svg xmlns"); n != 6 {
-		t.Errorf("%d charts drawn, want 6", n)
+	if n := strings.Count(body, "<svg xmlns"); n != 7 {
+		t.Errorf("%d charts drawn, want 7 (six over time, the latency distribution)", n)
 	}
 	// The hover data, fetched on the first hover, has one entry per window.
 	if !strings.Contains(body, `data-src="/runs/run-1/points"`) {
@@ -411,8 +411,8 @@ func TestStandalonePage(t *testing.T) {
 	if strings.Contains(page, `src="/static`) || strings.Contains(page, `href="/static`) || strings.Contains(page, evilName) {
 		t.Error("standalone page refers to the server or is unescaped")
 	}
-	if n := strings.Count(page, "<svg xmlns"); n != 6 {
-		t.Errorf("%d charts, want 6", n)
+	if n := strings.Count(page, "<svg xmlns"); n != 7 {
+		t.Errorf("%d charts, want 7 (six over time, the latency distribution)", n)
 	}
 	// The CSP meta allows exactly the inline script and style.
 	js := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindStringSubmatch(page)

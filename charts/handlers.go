@@ -1,11 +1,14 @@
 package charts
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -291,6 +294,15 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		v.PointsJS = template.JS(b)
 	}
 	v.Table = windowTable(d.tl, q, base)
+	if standalone {
+		if v.CSVData, v.JSONData, v.ScenarioData, err = embeddedDownloads(ctx, st, run); err != nil {
+			return v, fmt.Errorf("downloads of run %s: %w", id, err)
+		}
+		v.FileID = safeName(id)
+	}
+	if v.Summary, err = buildSummary(ctx, st, id); err != nil {
+		return v, fmt.Errorf("summary of run %s: %w", id, err)
+	}
 	return v, nil
 }
 
@@ -369,7 +381,7 @@ func resolution(spans []store.Span) string {
 func points(tl *timeline, op string) pointsJSON {
 	n := len(tl.spans)
 	p := pointsJSON{I: make([]int, n), J: make([]int, n), W: make([]int, n), G: make([]int, n), T0: make([]num, n), T1: make([]num, n), N: make([]int64, n),
-		RPS: make([]num, n), Err: make([]num, n), Drop: make([]num, n), P50: make([]num, n), P90: make([]num, n), P99: make([]num, n),
+		RPS: make([]num, n), Err: make([]num, n), Drop: make([]num, n), P50: make([]num, n), P90: make([]num, n), P95: make([]num, n), P99: make([]num, n),
 		P999: make([]num, n), Max: make([]num, n), CPU: make([]num, n), RSS: make([]num, n), Heap: make([]num, n), GC: make([]int, n), RR: make([]num, n)}
 	for i, sp := range tl.spans {
 		p.I[i], p.J[i], p.W[i], p.G[i] = sp.Index, sp.LastIndex, sp.Windows, sp.Gaps
@@ -386,7 +398,7 @@ func points(tl *timeline, op string) pointsJSON {
 		}
 		p.N[i] = reqs
 		p.RPS[i], p.Err[i], p.Drop[i] = nanIf(sp.RPS), num(float64(sp.Errors.Total())), num(float64(sp.Dropped))
-		p.P50[i], p.P90[i], p.P99[i], p.P999[i], p.Max[i] = nanIf(l.P50), nanIf(l.P90), nanIf(l.P99), nanIf(l.P999), nanIf(l.Max)
+		p.P50[i], p.P90[i], p.P95[i], p.P99[i], p.P999[i], p.Max[i] = nanIf(l.P50), nanIf(l.P90), nanIf(l.P95), nanIf(l.P99), nanIf(l.P999), nanIf(l.Max)
 		p.CPU[i], p.RSS[i], p.Heap[i] = num(deref(sp.Probes.CPUMicrosPerRequest)), num(mib(sp.Probes.RSSBytes)), num(mib(sp.Probes.HeapBytes))
 		if sp.Probes.HeapForcedGC {
 			p.GC[i] = 1
@@ -409,7 +421,7 @@ func windowTable(tl *timeline, q runQuery, base string) tableView {
 	for i := hi - 1; i >= lo; i-- {
 		sp := tl.spans[i]
 		row := tableRow{At: fmtElapsed(tl.x0[i]), Requests: sp.Requests, RPS: sp.RPS, Dropped: sp.Dropped, Gap: sp.Gap, Incarnation: sp.LastIncarnation,
-			P50: sp.LatencyMs.P50, P99: sp.LatencyMs.P99, P999: sp.LatencyMs.P999, Max: sp.LatencyMs.Max, Few: sp.Requests < FewSamples,
+			P50: sp.LatencyMs.P50, P90: sp.LatencyMs.P90, P95: sp.LatencyMs.P95, P99: sp.LatencyMs.P99, P999: sp.LatencyMs.P999, Max: sp.LatencyMs.Max, Few: sp.Requests < FewSamples,
 			CPU: deref(sp.Probes.CPUMicrosPerRequest), RSS: mib(sp.Probes.RSSBytes), Heap: mib(sp.Probes.HeapBytes), ForcedGC: sp.Probes.HeapForcedGC, RowsRead: math.NaN()}
 		if sp.Windows > 1 {
 			row.Windows = fmt.Sprintf("%d–%d", sp.Index, sp.LastIndex)
@@ -460,6 +472,11 @@ func (s *Server) windowsCSV(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="windows-%s.csv"`, safeName(id)))
+	return writeWindowsCSV(w, spans)
+}
+
+// writeWindowsCSV writes one row per window of spans (full resolution).
+func writeWindowsCSV(w io.Writer, spans []store.Span) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(csvHeader)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -504,14 +521,40 @@ func (s *Server) windowsJSON(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="windows-%s.json"`, safeName(id)))
+	return writeWindowsJSON(w, id, spans)
+}
+
+// writeWindowsJSON writes the windows of spans as one JSON array.
+func writeWindowsJSON(w io.Writer, id string, spans []store.Span) error {
 	ws := make([]window.Window, len(spans))
 	for i, sp := range spans {
 		ws[i] = sp.Window
 		ws[i].RunID = id
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="windows-%s.json"`, safeName(id)))
 	return json.NewEncoder(w).Encode(ws)
+}
+
+// embeddedDownloads are a saved report's windows.csv, windows.json and
+// scenario.yaml as data: URLs: the file carries its data, with no server
+// to fetch it from.
+func embeddedDownloads(ctx context.Context, st Reader, run store.Run) (csvURL, jsonURL, scenarioURL template.URL, err error) {
+	spans, err := allWindows(ctx, st, run.ID, true)
+	if err != nil {
+		return "", "", "", err
+	}
+	var c, j bytes.Buffer
+	if err := writeWindowsCSV(&c, spans); err != nil {
+		return "", "", "", err
+	}
+	if err := writeWindowsJSON(&j, run.ID, spans); err != nil {
+		return "", "", "", err
+	}
+	data := func(mime string, b []byte) template.URL {
+		return template.URL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(b))
+	}
+	return data("text/csv", c.Bytes()), data("application/json", j.Bytes()), data("text/plain", []byte(run.Scenario)), nil
 }
 
 func (s *Server) scenarioYAML(w http.ResponseWriter, r *http.Request) error {

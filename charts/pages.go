@@ -246,20 +246,25 @@ type runView struct {
 	Resolution    string
 	// PointsJS is the hover data, in a standalone page only; a served page
 	// fetches it from PointsURL.
-	PointsJS    template.JS
-	PointsURL   string
-	Table       tableView
-	Scenario    string
-	Live        bool
-	PollMs      int
-	Base        string // the page's own address, without query
-	ResetZoom   string
-	StateURL    string
-	StateKey    string // the live state the page was rendered in (see stateKey)
-	LiveURL     string
-	CSVURL      string
-	JSONURL     string
-	ScenarioURL string
+	PointsJS  template.JS
+	PointsURL string
+	Table     tableView
+	Summary   summaryView
+	// CSVData, JSONData and ScenarioData are a saved report's downloads
+	// (data: URLs); FileID names them.
+	CSVData, JSONData, ScenarioData template.URL
+	FileID                          string
+	Scenario                        string
+	Live                            bool
+	PollMs                          int
+	Base                            string // the page's own address, without query
+	ResetZoom                       string
+	StateURL                        string
+	StateKey                        string // the live state the page was rendered in (see stateKey)
+	LiveURL                         string
+	CSVURL                          string
+	JSONURL                         string
+	ScenarioURL                     string
 }
 
 type totals struct {
@@ -362,7 +367,8 @@ type tableRow struct {
 	Requests                 int64
 	RPS, ErrorPct            float64
 	Dropped                  int64
-	P50, P99, P999, Max      float64
+	P50, P90, P95, P99, P999 float64
+	Max                      float64
 	Few                      bool
 	CPU, RSS, Heap, RowsRead float64
 	ForcedGC, Gap            bool
@@ -399,6 +405,7 @@ type pointsJSON struct {
 	Drop []num   `json:"drop"`
 	P50  []num   `json:"p50"`
 	P90  []num   `json:"p90"`
+	P95  []num   `json:"p95"`
 	P99  []num   `json:"p99"`
 	P999 []num   `json:"p999"`
 	Max  []num   `json:"max"`

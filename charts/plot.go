@@ -22,6 +22,10 @@ type chartSpec struct {
 	Log    bool
 	XMin   float64
 	XMax   float64
+	// XLabel titles the x axis (default: time since the run's first
+	// window); XTicks labels it (default: elapsed time).
+	XLabel string
+	XTicks plot.Ticker
 	Series []lineSeries
 	Marks  []markSeries
 	Bands  []band
@@ -115,6 +119,16 @@ func drawChart(s chartSpec) (drawnChart, error) {
 	p.HideAxes()
 	p.X.Min, p.X.Max = s.XMin, math.Max(s.XMax, s.XMin+1)
 	p.X.Tick.Marker = elapsedTicks{}
+	if s.XTicks != nil {
+		p.X.Tick.Marker = s.XTicks
+	}
+	p.X.Label.Text = s.XLabel
+	if s.XLabel == "" {
+		p.X.Label.Text = "time since the first window"
+	}
+	p.X.Label.TextStyle.Font.Size = vg.Points(8.5)
+	p.X.Label.TextStyle.Color = colorAxis
+	p.X.Label.Padding = vg.Points(1)
 	p.Y.Label.Text = s.YLabel
 	p.Y.Label.TextStyle.Font.Size = vg.Points(9)
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
@@ -353,7 +367,13 @@ func (elapsedTicks) Ticks(min, max float64) []plot.Tick {
 	}
 	var ts []plot.Tick
 	for v := math.Ceil(min/step) * step; v <= max+1e-9; v += step {
-		ts = append(ts, plot.Tick{Value: v, Label: fmtElapsed(v)})
+		label := fmtElapsed(v)
+		if v > min && max-v < span*0.03 {
+			// A label centred on the right edge would be cut in half
+			// ("20s" read as "20"): the tick stays, unlabelled.
+			label = ""
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: label})
 	}
 	return ts
 }

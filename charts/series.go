@@ -167,6 +167,7 @@ func chartSet(tl *timeline, fs []analysis.Finding, op string) []chartSpec {
 	lat.Series = []lineSeries{
 		{Name: "p50", Color: cBlue, X: tl.x, Y: pct(func(l window.Latency) float64 { return l.P50 })},
 		{Name: "p90", Color: cTeal, X: tl.x, Y: pct(func(l window.Latency) float64 { return l.P90 })},
+		{Name: "p95", Color: cGreen, X: tl.x, Y: pct(func(l window.Latency) float64 { return l.P95 })},
 		{Name: "p99", Color: cOrange, X: tl.x, Y: pct(func(l window.Latency) float64 { return l.P99 })},
 	}
 	// p99.9 resting on fewer than FewSamples requests is its own faint series.

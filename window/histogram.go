@@ -69,3 +69,44 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 		Max:  ms(h.Max()),
 	}
 }
+
+// CurvePoint is one point of a latency distribution: the latency at or
+// below which Percentile per cent of the requests completed.
+type CurvePoint struct {
+	Percentile float64 `json:"percentile"`
+	LatencyMs  float64 `json:"latency_ms"`
+}
+
+// curvePercentiles are the points of the percentile plot HdrHistogram's own
+// tools draw (x = 1/(1−q) on a log scale): dense in the tail, where a soak's
+// story is, up to the five nines.
+var curvePercentiles = []float64{0, 10, 20, 30, 40, 50, 55, 60, 65, 70, 75, 77.5, 80, 82.5, 85, 87.5,
+	90, 91.25, 92.5, 93.75, 95, 96, 96.875, 97.5, 98, 98.4375, 98.75, 99, 99.2, 99.375, 99.5, 99.6,
+	99.6875, 99.75, 99.8, 99.84375, 99.875, 99.9, 99.92, 99.9375, 99.95, 99.96, 99.96875, 99.975,
+	99.98, 99.984375, 99.9875, 99.99, 99.992, 99.99375, 99.995, 99.996, 99.996875, 99.9975,
+	99.998, 99.9984375, 99.99875, 99.999}
+
+// Curve returns h's latency distribution as HdrHistogram percentile-plot
+// points, in milliseconds, ending with the maximum at 100. Percentiles
+// beyond what the sample can resolve (the 99.99th of 1,000 requests) are
+// left out: the curve stops at the last one with at least one request
+// beyond it. An empty histogram has no curve.
+func Curve(h *hdrhistogram.Histogram) []CurvePoint {
+	n := h.TotalCount()
+	if n == 0 {
+		return nil
+	}
+	var ps []float64
+	for _, p := range curvePercentiles {
+		if float64(n)*(100-p)/100 < 1 {
+			break
+		}
+		ps = append(ps, p)
+	}
+	vs := h.ValueAtPercentilesSlice(ps)
+	out := make([]CurvePoint, 0, len(ps)+1)
+	for i, p := range ps {
+		out = append(out, CurvePoint{Percentile: p, LatencyMs: float64(vs[i]) / 1000})
+	}
+	return append(out, CurvePoint{Percentile: 100, LatencyMs: float64(h.Max()) / 1000})
+}

@@ -29,6 +29,26 @@ type Summary struct {
 // gap between incarnations does not dilute it). Gap windows are counted in
 // Gaps and otherwise ignored.
 func Merge(ws []Window) (Summary, error) {
+	s, _, _, err := merge(ws)
+	return s, err
+}
+
+// Distributions returns the latency distribution (Curve) of ws' requests,
+// and of each op's, from their merged histograms.
+func Distributions(ws []Window) (all []CurvePoint, ops map[string][]CurvePoint, err error) {
+	_, h, oh, err := merge(ws)
+	if err != nil {
+		return nil, nil, err
+	}
+	ops = make(map[string][]CurvePoint, len(oh))
+	for name, x := range oh {
+		ops[name] = Curve(x)
+	}
+	return Curve(h), ops, nil
+}
+
+// merge is Merge, also returning the merged histograms.
+func merge(ws []Window) (Summary, *hdrhistogram.Histogram, map[string]*hdrhistogram.Histogram, error) {
 	s := Summary{Ops: map[string]OpStats{}}
 	all := NewHistogram()
 	ops := map[string]*hdrhistogram.Histogram{}
@@ -53,7 +73,7 @@ func Merge(ws []Window) (Summary, error) {
 		s.Skipped += w.Skipped
 		h, err := DecodeHistogram(w.Histogram)
 		if err != nil {
-			return s, fmt.Errorf("window %d: %w", w.Index, err)
+			return s, nil, nil, fmt.Errorf("window %d: %w", w.Index, err)
 		}
 		all.Merge(h)
 		for name, o := range w.Ops {
@@ -65,7 +85,7 @@ func Merge(ws []Window) (Summary, error) {
 			s.Ops[name] = acc
 			oh, err := DecodeHistogram(o.Histogram)
 			if err != nil {
-				return s, fmt.Errorf("window %d op %s: %w", w.Index, name, err)
+				return s, nil, nil, fmt.Errorf("window %d op %s: %w", w.Index, name, err)
 			}
 			if ops[name] == nil {
 				ops[name] = NewHistogram()
@@ -85,5 +105,5 @@ func Merge(ws []Window) (Summary, error) {
 		}
 		s.Ops[name] = o
 	}
-	return s, nil
+	return s, all, ops, nil
 }

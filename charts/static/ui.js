@@ -73,7 +73,7 @@
         r.push(["req/s", fmt(p.rps[k])], ["errors", fmt(p.err[k])], ["dropped", fmt(p.drop[k])]);
         break;
       case "latency":
-        r.push(["p50", fmtMs(p.p50[k])], ["p90", fmtMs(p.p90[k])], ["p99", fmtMs(p.p99[k])], ["p99.9", fmtMs(p.p999[k])], ["max", fmtMs(p.max[k])]);
+        r.push(["p50", fmtMs(p.p50[k])], ["p90", fmtMs(p.p90[k])], ["p95", fmtMs(p.p95[k])], ["p99", fmtMs(p.p99[k])], ["p99.9", fmtMs(p.p999[k])], ["max", fmtMs(p.max[k])]);
         break;
       case "cpu":
         r.push(["CPU", fmt(p.cpu[k], "µs/req")]);
