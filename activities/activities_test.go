@@ -15,6 +15,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -332,4 +333,32 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestDriveRecordsProbesThatCannotStart: probes that fail to start are in
+// every window's probe failures, so the report and the run page say why the
+// readings are missing.
+func TestDriveRecordsProbesThatCannotStart(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	prov := &activitiestest.Provisioner{}
+	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: &activitiestest.Driver{},
+		Probes: func(context.Context, activities.Environment, scenarios.Probes) (activities.Prober, error) {
+			return nil, errors.New("probes.process: the target is not a process longhaul runs")
+		}}
+	env := newEnv(a)
+	in := activities.DriveInput{RunID: "r1", Incarnation: 1, Total: 2, Overrides: activities.Overrides{Duration: 2e9, Window: 1e9}, Env: envDesc}
+	if _, err := env.ExecuteActivity(a.Drive, in); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := st.Windows(context.Background(), "r1", store.AllWindows)
+	if len(ws) != 2 {
+		t.Fatalf("%d windows, want 2", len(ws))
+	}
+	for _, w := range ws {
+		if len(w.ProbeFailures) != 1 || !strings.Contains(w.ProbeFailures[0].Error, "not a process longhaul runs") {
+			t.Errorf("window %d probe failures %+v, want the start failure", w.Index, w.ProbeFailures)
+		}
+	}
 }

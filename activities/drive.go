@@ -133,10 +133,15 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	defer stopLoad()
 
 	var prober Prober
+	// probesDown is recorded in every window when the probes could not
+	// start at all: the run's report and page then say why its windows
+	// have no server-side readings, instead of a log line only.
+	var probesDown []window.ProbeFailure
 	if a.Probes != nil {
 		p, err := a.Probes(ctx, in.Env, s.Probes)
 		if err != nil {
 			log.Warn("probes unavailable; windows will have no server-side readings", "err", err)
+			probesDown = []window.ProbeFailure{{Probe: "probes", Error: err.Error()}}
 		} else {
 			prober = p
 			defer prober.Close()
@@ -164,6 +169,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			// cancelled drive gets its readings too (Sample bounds its own time).
 			prober.Sample(context.WithoutCancel(ctx), &w)
 		}
+		w.ProbeFailures = append(w.ProbeFailures, probesDown...)
 		// The commit must not be cut short by cancellation: a window the
 		// driver closed is measured data.
 		if err := a.Store.PutWindow(context.WithoutCancel(ctx), w); err != nil {

@@ -123,3 +123,35 @@ func fmtMs(ms float64) string {
 	}
 	return fmtCount(math.Round(ms)) + " ms"
 }
+
+// MissingLabel names an Evidence.Missing entry for a person: "post-GC heap"
+// for MissingHeap, "database statistics", "target CPU time".
+func MissingLabel(name string) string {
+	switch name {
+	case MissingHeap:
+		return "post-GC heap"
+	case MissingDatabase:
+		return "database statistics"
+	case MissingCPU:
+		return "target CPU time"
+	}
+	return strings.ReplaceAll(name, "_", " ")
+}
+
+// NoteLabel is an Evidence.Notes key for a person: "warmup windows" for
+// "warmup_windows".
+func NoteLabel(key string) string { return strings.ReplaceAll(key, "_", " ") }
+
+// FormatNote formats an Evidence.Notes value for a person: a share
+// (a key ending in _share or _fraction, host_foreign_cpu) as a percentage,
+// a count as a whole number ("2", "14,200"), anything else with the digits
+// it needs ("0.42", "8.1", "130").
+func FormatNote(key string, v float64) string {
+	if strings.HasSuffix(key, "_share") || strings.HasSuffix(key, "_fraction") || key == "host_foreign_cpu" {
+		return fmtPct(v)
+	}
+	if math.Abs(v) >= 1e-3 && math.Abs(v) < 1e15 {
+		return fmtCount(v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}

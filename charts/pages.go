@@ -337,7 +337,14 @@ func findingViews(fs []analysis.Finding) []findingView {
 			add("correlation", strconv.FormatFloat(e.Correlation, 'f', 2, 64))
 		}
 		if len(e.Missing) > 0 {
-			add("missing", strings.Join(e.Missing, ", "))
+			names := make([]string, len(e.Missing))
+			for i, m := range e.Missing {
+				names[i] = analysis.MissingLabel(m)
+			}
+			add("missing", strings.Join(names, ", "))
+		}
+		if e.Cause != "" {
+			add("cause", strings.ReplaceAll(e.Cause, "_", " "))
 		}
 		keys := make([]string, 0, len(e.Notes))
 		for k := range e.Notes {
@@ -345,7 +352,7 @@ func findingViews(fs []analysis.Finding) []findingView {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			add(strings.ReplaceAll(k, "_", " "), fmtNum(e.Notes[k]))
+			add(analysis.NoteLabel(k), analysis.FormatNote(k, e.Notes[k]))
 		}
 		out = append(out, v)
 	}

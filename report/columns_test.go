@@ -112,7 +112,7 @@ func TestProbeColumnsGolden(t *testing.T) {
 			}
 			golden(t, "columns-"+tt.name+".run.txt.golden", stored.Bytes())
 			checkWidth(t, stored.String())
-			if n := strings.Count(stored.String(), " elapsed "); n != 1 {
+			if n := strings.Count(stored.String(), "elapsed "); n != 1 {
 				t.Errorf("stored report prints the window header %d times, want once", n)
 			}
 		})

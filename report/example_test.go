@@ -26,11 +26,11 @@ func ExampleTextWriter() {
 	}
 	out.Summary(totals.Summary())
 	// Output:
-	//      elapsed      req/s   p50 ms   p95 ms   p99 ms p99.9 ms   max ms   errors  dropped
-	//      0:00:10        0.1    1.200    1.200    1.200    1.200    1.200        0        0
-	//      0:00:20        0.1    1.400    1.400    1.400    1.400    1.400        0        0
+	// window      elapsed      req/s   p50 ms   p90 ms   p95 ms   p99 ms p99.9 ms   max ms   errors  dropped
+	//      0      0:00:10        0.1    1.200    1.200    1.200    1.200    1.200    1.200        0        0
+	//      1      0:00:20        0.1    1.400    1.400    1.400    1.400    1.400    1.400        0        0
 	//
-	// summary: 2 windows, 0:00:20, 2 requests (2 ok, 0 errors), 0.1 req/s, 0 dropped
+	// summary: 2 windows, 0:00:20, 2 requests (2 ok, 0 errors: 0 %), 0.1 req/s, 0 dropped (0 % of intended starts)
 	// op    requests      req/s   p50 ms   p90 ms   p95 ms   p99 ms p99.9 ms   max ms  errors
 	// all          2        0.1    1.200    1.400    1.400    1.400    1.400    1.400  0
 }

@@ -25,6 +25,18 @@ func ms(v float64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
+// shareOf formats n of total as a percentage: "0 %", "0.42 %", "12.5 %".
+func shareOf(n, total int64) string {
+	if n == 0 || total == 0 {
+		return "0 %"
+	}
+	p := 100 * float64(n) / float64(total)
+	if p < 10 {
+		return strconv.FormatFloat(p, 'f', 2, 64) + " %"
+	}
+	return strconv.FormatFloat(p, 'f', 1, 64) + " %"
+}
+
 // rps formats a rate with one decimal.
 func rps(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 

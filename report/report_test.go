@@ -506,3 +506,27 @@ func TestRunTextNamesTheSchedule(t *testing.T) {
 		t.Errorf("runs table lacks the schedule:\n%s", b.String())
 	}
 }
+
+// TestPartialWindowLine: a window cut short says so on its line.
+func TestPartialWindowLine(t *testing.T) {
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var b bytes.Buffer
+	w := NewText(&b, TextOptions{})
+	for i, partial := range []bool{false, true} {
+		s := start.Add(time.Duration(i) * 10 * time.Second)
+		end := s.Add(10 * time.Second)
+		if partial {
+			end = s.Add(45 * time.Millisecond)
+		}
+		if err := w.Window(window.Window{Index: i, Start: s, End: end, Requests: 10, OK: 10, Partial: partial}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || strings.Contains(lines[1], "partial") || !strings.Contains(lines[2], "partial: cut short, left out of the findings") {
+		t.Errorf("got\n%s\nwant window 1 (only) marked partial", b.String())
+	}
+	if !strings.HasPrefix(strings.TrimSpace(lines[2]), "1 ") {
+		t.Errorf("line %q does not start with its window index", lines[2])
+	}
+}

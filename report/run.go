@@ -272,7 +272,10 @@ func evidence(f analysis.Finding) string {
 		add("%s -> %s %s", num(e.Before), num(e.After), e.Unit)
 	}
 	if len(e.Missing) > 0 {
-		add("missing %s", strings.Join(e.Missing, ", "))
+		add("missing %s", strings.Join(missingLabels(e.Missing), ", "))
+	}
+	if e.Cause != "" {
+		add("cause %s", strings.ReplaceAll(e.Cause, "_", " "))
 	}
 	keys := make([]string, 0, len(e.Notes))
 	for k := range e.Notes {
@@ -280,9 +283,18 @@ func evidence(f analysis.Finding) string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		add("%s %s", k, num(e.Notes[k]))
+		add("%s %s", analysis.NoteLabel(k), analysis.FormatNote(k, e.Notes[k]))
 	}
 	return strings.TrimSpace(strings.Join(parts, "; "))
+}
+
+// missingLabels names Evidence.Missing entries for a person.
+func missingLabels(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = analysis.MissingLabel(n)
+	}
+	return out
 }
 
 // num formats a figure compactly: 4 significant digits, no exponent for

@@ -56,8 +56,8 @@ func NewText(out io.Writer, opts TextOptions) *TextWriter {
 // windowHeader names the columns of a window line without probe columns;
 // probeWindowHeader those of one with them (before the probe headers).
 const (
-	windowHeader      = "     elapsed      req/s   p50 ms   p95 ms   p99 ms p99.9 ms   max ms   errors  dropped"
-	probeWindowHeader = " elapsed    req/s   p50 ms   p99 ms p99.9 ms   max ms errors dropped"
+	windowHeader      = "window      elapsed      req/s   p50 ms   p90 ms   p95 ms   p99 ms p99.9 ms   max ms   errors  dropped"
+	probeWindowHeader = "  win elapsed   req/s  p50 ms   p99 ms p99.9 ms   max ms errors dropped"
 )
 
 // Window prints w's line (after the header, the first time).
@@ -120,25 +120,28 @@ func (t *TextWriter) writeHeader() {
 
 func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration, cols Columns, table string) {
 	if w.Gap {
-		width := 12
+		index, width := 6, 12
 		if cols != 0 {
-			width = 8
+			index, width = 5, 7
 		}
-		fmt.Fprintf(out, "%*s  gap: window %d was lost, no measurements\n", width, clock(elapsed), w.Index)
+		fmt.Fprintf(out, "%*d %*s  gap: this window was lost, no measurements\n", index, w.Index, width, clock(elapsed))
 		return
 	}
 	l := w.LatencyMs
 	var line string
 	if cols == 0 {
-		line = fmt.Sprintf("%12s %10s %8s %8s %8s %8s %8s %8d %8d",
-			clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped)
+		line = fmt.Sprintf("%6d %12s %10s %8s %8s %8s %8s %8s %8s %8d %8d", w.Index,
+			clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P90), ms(l.P95), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped)
 	} else {
-		line = fmt.Sprintf("%8s %8s %8s %8s %8s %8s %6d %7d",
+		line = fmt.Sprintf("%5d %7s %7s %7s %8s %8s %8s %6d %7d", w.Index,
 			clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped) +
 			probeCells(cols, w, table)
 	}
 	if e := errorClasses(w.Errors); e != "" {
 		line += "  " + e
+	}
+	if w.Partial {
+		line += "  partial: cut short, left out of the findings"
 	}
 	fmt.Fprintln(out, line)
 }
@@ -166,8 +169,8 @@ func writeSummary(out io.Writer, s window.Summary) {
 	if !s.Start.IsZero() {
 		fmt.Fprintf(&head, ", %s", clock(s.End.Sub(s.Start)))
 	}
-	fmt.Fprintf(&head, ", %d requests (%d ok, %d errors), %s req/s, %d dropped",
-		s.Requests, s.OK, s.Errors.Total(), rps(s.RPS), s.Dropped)
+	fmt.Fprintf(&head, ", %d requests (%d ok, %d errors: %s), %s req/s, %d dropped (%s of intended starts)",
+		s.Requests, s.OK, s.Errors.Total(), shareOf(s.Errors.Total(), s.Requests), rps(s.RPS), s.Dropped, shareOf(s.Dropped, s.Requests+s.Skipped+s.Dropped))
 	if s.Skipped > 0 {
 		fmt.Fprintf(&head, ", %d skipped (empty pool)", s.Skipped)
 	}
