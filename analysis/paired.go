@@ -84,6 +84,12 @@ type PairedOptions struct {
 	// chance of any false better or worse stays within Alpha. ComparePairs
 	// sets it to the metrics it can decide; 0 or 1 is one metric alone.
 	Family int
+	// Primary names the metrics the comparison decides on (nil:
+	// DefaultPrimary). ComparePairs spends the joint coverage on them as
+	// one family and reports the other metrics as a second family with
+	// its own joint coverage, so adding metrics to a report does not
+	// widen the intervals a decision rests on.
+	Primary []string
 	// Prior is, per metric, the noise earlier comparisons of the same
 	// scenario on the same host measured; it is pooled with this
 	// comparison's own (see PriorNoise).
@@ -127,6 +133,55 @@ func (p *PriorNoise) Add(v Verdict) {
 // CPU change in 3 pairs was found in 93 % of simulated comparisons instead
 // of 97 %); 1 % still catches a round set twice as noisy as usual.
 const priorHomogeneity = 0.01
+
+// DefaultPrimary are the metrics a comparison decides on unless told
+// otherwise: what a person judges a build by — its cost (CPU per request),
+// its typical and its tail latency, its throughput.
+var DefaultPrimary = []string{MetricCPUMicrosPerReq, MetricP50Ms, MetricP99Ms, MetricRPS}
+
+// primary reports whether metric is in the primary family.
+func (o PairedOptions) primary(metric string) bool {
+	if o.Primary == nil {
+		return slices.Contains(DefaultPrimary, metric)
+	}
+	return slices.Contains(o.Primary, metric)
+}
+
+// ParseMetrics reads a comma-separated list of metric names (Metrics) or
+// their short labels ("cpu", "p50", "p99", "throughput"), as --decide-on
+// takes them; the names come back in Metrics order, without repeats.
+func ParseMetrics(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if f == "" {
+			continue
+		}
+		m, ok := metricAliases[f]
+		if !ok && slices.Contains(Metrics, f) {
+			m, ok = f, true
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown metric %q: use %s (or cpu, p50, p95, p99, throughput, heap, rss, rows)", f, strings.Join(Metrics, ", "))
+		}
+		want[m] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("no metric in %q", s)
+	}
+	var out []string
+	for _, m := range Metrics {
+		if want[m] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+var metricAliases = map[string]string{
+	"cpu": MetricCPUMicrosPerReq, "p50": MetricP50Ms, "p95": MetricP95Ms, "p99": MetricP99Ms,
+	"rps": MetricRPS, "throughput": MetricRPS, "heap": MetricHeapBytes, "rss": MetricRSSBytes, "rows": MetricRowsReadPerRequest,
+}
 
 func (o PairedOptions) floor(metric string) float64 {
 	if f, ok := o.Floors[metric]; ok && f > 0 {
@@ -183,6 +238,32 @@ func HigherIsBetter(metric string) bool { return metric == MetricRPS }
 // PairedVerdict decides one metric from its pairs. See the comment above
 // DefaultFloor for how.
 func PairedVerdict(metric string, pairs []PairValues, opts PairedOptions) Verdict {
+	alpha := opts.alpha()
+	family := max(opts.Family, 1)
+	v := pairedVerdict(metric, pairs, opts, func(df int) float64 {
+		return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(1 - alpha/float64(family)/2)
+	}, ruleFixed)
+	if v.Pairs >= opts.minPairs() {
+		v.Family = family
+	}
+	return v
+}
+
+// rule says how pairedVerdict classifies an interval: ruleFixed is the
+// fixed-pairs rule (every interval gets an outcome); ruleLook is one look of
+// a sequential comparison, which only decides better, worse or a
+// no_difference within the floor and otherwise leaves the metric undecided
+// (Inconclusive, the reason saying what the interval still spans).
+type rule int
+
+const (
+	ruleFixed rule = iota
+	ruleLook
+)
+
+// pairedVerdict is PairedVerdict with the interval's critical t at df
+// degrees of freedom given by crit (+Inf: no interval at this look).
+func pairedVerdict(metric string, pairs []PairValues, opts PairedOptions, crit func(df int) float64, how rule) Verdict {
 	v := Verdict{Metric: metric, Method: MethodTLogRatio, Floor: opts.floor(metric), HigherIsBetter: HigherIsBetter(metric)}
 	var logs []float64
 	measured, disturbed := 0, 0
@@ -228,13 +309,15 @@ func PairedVerdict(metric string, pairs []PairValues, opts PairedOptions) Verdic
 	v.SD = sd
 	alpha := opts.alpha()
 	se, df, noisier := v.pool(sd, n, opts.Prior[metric])
-	family := max(opts.Family, 1)
-	v.Family = family
-	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(1 - alpha/float64(family)/2)
-	half := q * se
-	lo, hi := mean-half, mean+half
+	q := crit(df)
 	v.Ratio = math.Exp(mean)
-	v.CI = [2]float64{math.Exp(lo), math.Exp(hi)}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if half := q * se; !math.IsInf(half, 0) && !math.IsNaN(half) {
+		lo, hi = mean-half, mean+half
+		if l, h := math.Exp(lo), math.Exp(hi); l > 0 && !math.IsInf(h, 0) {
+			v.CI = [2]float64{l, h}
+		}
+	}
 	f := math.Log1p(v.Floor)
 	if n >= opts.wilcoxonFrom() {
 		v.WilcoxonP = WilcoxonSignedRank(logs)
@@ -253,11 +336,16 @@ func PairedVerdict(metric string, pairs []PairValues, opts PairedOptions) Verdic
 		} else {
 			v.Outcome = Worse
 		}
-	case significant:
+	case significant && how == ruleFixed:
 		v.Outcome = NoDifference
 		v.Reason = fmt.Sprintf("a significant change, but smaller than the %s floor", pct(v.Floor))
 	case lo >= -f && hi <= f:
 		v.Outcome = NoDifference
+	case how == ruleLook:
+		// Undecided at this look: the interval reaches past the floor on
+		// one side at least, so more pairs may still decide it.
+		v.Outcome = Inconclusive
+		v.Reason = fmt.Sprintf("undecided after %d %s: the interval still spans the %s floor", n, plural(n, "pair", "pairs"), pct(v.Floor))
 	default:
 		v.Outcome = Inconclusive
 		won, lost := v.PairsBBetter, v.pairsBWorse(logs)
@@ -305,25 +393,48 @@ func (v *Verdict) pool(sd float64, n int, prior PriorNoise) (se float64, df int,
 }
 
 // IntervalNote says what the verdicts' intervals hold over and where their
-// noise came from: "the intervals hold jointly over 7 metrics; noise pooled
-// with 5 earlier comparisons of this scenario on this host".
+// noise came from: "the intervals hold jointly over the 4 primary metrics,
+// and over the 4 others as a second family; noise pooled with 5 earlier
+// comparisons of this scenario on this host".
 func IntervalNote(vs []Verdict) string {
-	family, pooled := 0, 0
+	family, primary, secondary, pooled, looks := 0, 0, 0, 0, 0
+	split := false
 	for _, v := range vs {
 		family = max(family, v.Family)
 		pooled = max(pooled, v.PooledFrom)
+		looks = max(looks, v.Looks)
+		if v.Family > 0 {
+			if v.Primary {
+				primary, split = v.Family, true
+			} else {
+				secondary = v.Family
+			}
+		}
 	}
 	var parts []string
-	if family > 1 {
+	switch {
+	case split && secondary > 1:
+		parts = append(parts, fmt.Sprintf("the intervals hold jointly over the %d primary %s, and over the %d others as a second family",
+			primary, plural(primary, "metric", "metrics"), secondary))
+	case split && secondary == 1:
+		parts = append(parts, fmt.Sprintf("the intervals hold jointly over the %d primary %s, the other metric's on its own", primary, plural(primary, "metric", "metrics")))
+	case split && primary > 1:
+		parts = append(parts, fmt.Sprintf("the intervals hold jointly over the %d primary metrics", primary))
+	case family > 1:
 		parts = append(parts, fmt.Sprintf("the intervals hold jointly over %d metrics", family))
+	}
+	if looks > 1 && len(parts) > 0 {
+		parts[0] += fmt.Sprintf(", at every one of the %d looks (one after each pair: group-sequential)", looks)
 	}
 	switch {
 	case pooled > 0:
 		parts = append(parts, fmt.Sprintf("noise pooled with %d earlier %s of this scenario on this host", pooled, plural(pooled, "comparison", "comparisons")))
-	case family > 1:
+	case family > 1 && looks == 0:
 		// Bonferroni over several metrics with a handful of pairs' own
 		// noise resolves only large changes; say how to get more.
 		parts = append(parts, "no earlier comparison of this scenario on this host to pool noise with: an A-vs-A comparison first lets later ones resolve smaller changes")
+	case family > 1:
+		parts = append(parts, "no earlier comparison of this scenario on this host to pool noise with: pairs were added until the primary metrics were decided")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -196,16 +196,16 @@ func TestPairedPower(t *testing.T) {
 	}
 }
 
-// simulateComparison is one comparison of every profile's metric at once
+// simulateComparison is one comparison of every metric of ps at once
 // (ComparePairs, so the intervals hold jointly over the metrics), B
 // shifted by shift on metric shifted (none if ""), its noise pooled with
 // the given prior. The pairs share each pair's drift across metrics.
-func simulateComparison(s simSetup, shifted string, prior map[string]PriorNoise, r *rand.Rand) []Verdict {
+func simulateComparison(ps []noiseProfile, s simSetup, shifted string, prior map[string]PriorNoise, r *rand.Rand) []Verdict {
 	pairs := make([]Pair, s.pairs)
 	for i := range pairs {
 		drift := r.NormFloat64() * 0.3
 		pairs[i] = Pair{A: RoundValues{}, B: RoundValues{}}
-		for _, p := range profiles {
+		for _, p := range ps {
 			shift := 0.0
 			if p.metric == shifted {
 				shift = s.shift
@@ -218,10 +218,10 @@ func simulateComparison(s simSetup, shifted string, prior map[string]PriorNoise,
 
 // simulateSeries runs history A-vs-A comparisons, pooling each one's noise
 // into the next, and returns the prior the comparison after them sees.
-func simulateSeries(s simSetup, history int, r *rand.Rand) map[string]PriorNoise {
+func simulateSeries(ps []noiseProfile, s simSetup, history int, r *rand.Rand) map[string]PriorNoise {
 	prior := map[string]PriorNoise{}
 	for range history {
-		for _, v := range simulateComparison(simSetup{pairs: s.pairs, order: s.order, orderEffect: s.orderEffect}, "", nil, r) {
+		for _, v := range simulateComparison(ps, simSetup{pairs: s.pairs, order: s.order, orderEffect: s.orderEffect}, "", nil, r) {
 			p := prior[v.Metric]
 			p.Add(v)
 			prior[v.Metric] = p
@@ -231,9 +231,10 @@ func simulateSeries(s simSetup, history int, r *rand.Rand) map[string]PriorNoise
 }
 
 // TestPairedFamilyAA: an A-vs-A comparison of all eight metrics, with and
-// without the noise of five earlier comparisons pooled, calls any metric
-// better or worse in at most 5 % of comparisons (the bar is "no better or
-// worse on every metric"), and each metric alone in well under 5 %.
+// without the noise of earlier comparisons pooled, calls some primary
+// metric better or worse in at most 5 % of comparisons (the bar is "no
+// better or worse on every metric"), and some secondary metric in at most
+// 5 %: each family's intervals hold jointly.
 func TestPairedFamilyAA(t *testing.T) {
 	n := seeds(t, 4000)
 	limit := 0.05
@@ -243,30 +244,34 @@ func TestPairedFamilyAA(t *testing.T) {
 	for _, history := range []int{0, 5, 10} {
 		for _, pairs := range []int{3, 6} {
 			s := simSetup{pairs: pairs, order: "abba", orderEffect: 0.02}
-			anyFalse, pooled := 0, 0
+			primary, secondary, pooled := 0, 0, 0
 			perMetric := map[string]int{}
 			for seed := range uint64(n) {
 				r := rand.New(rand.NewPCG(seed+seedOffsetFromEnv(), 0x22))
-				prior := simulateSeries(s, history, r)
-				hit := false
-				for _, v := range simulateComparison(s, "", prior, r) {
+				prior := simulateSeries(profiles, s, history, r)
+				vs := simulateComparison(profiles, s, "", prior, r)
+				for _, v := range vs {
 					if v.PooledFrom > 0 {
 						pooled++
 					}
 					if v.Outcome == Better || v.Outcome == Worse {
-						hit = true
 						perMetric[v.Metric]++
 					}
 				}
-				if hit {
-					anyFalse++
+				p, s := falseVerdicts(vs)
+				if p {
+					primary++
+				}
+				if s {
+					secondary++
 				}
 			}
-			rate := float64(anyFalse) / float64(n)
-			t.Logf("A/A, %d pairs, %2d earlier comparisons pooled: any metric false %.2f%% (%v), pooled in %.0f%% of verdicts",
-				pairs, history, 100*rate, perMetric, 100*float64(pooled)/float64(n*len(profiles)))
-			if rate > limit {
-				t.Errorf("A/A with %d pairs and %d earlier comparisons: a false better/worse on some metric in %.2f%% > %.1f%%", pairs, history, 100*rate, 100*limit)
+			fp, fs := float64(primary)/float64(n), float64(secondary)/float64(n)
+			t.Logf("A/A, %d pairs, %2d earlier comparisons pooled: a primary metric false %.2f%%, a secondary %.2f%% (%v), pooled in %.0f%% of verdicts",
+				pairs, history, 100*fp, 100*fs, perMetric, 100*float64(pooled)/float64(n*len(profiles)))
+			if fp > limit || fs > limit {
+				t.Errorf("A/A with %d pairs and %d earlier comparisons: a false better/worse on a primary metric in %.2f%%, a secondary in %.2f%%, want ≤ %.1f%%",
+					pairs, history, 100*fp, 100*fs, 100*limit)
 			}
 		}
 	}
@@ -287,8 +292,8 @@ func TestPairedPooledPower(t *testing.T) {
 			counts := map[Outcome]int{}
 			for seed := range uint64(n) {
 				r := rand.New(rand.NewPCG(seed+seedOffsetFromEnv(), 0x33))
-				prior := simulateSeries(s, 5, r)
-				for _, v := range simulateComparison(s, p.metric, prior, r) {
+				prior := simulateSeries(profiles, s, 5, r)
+				for _, v := range simulateComparison(profiles, s, p.metric, prior, r) {
 					if v.Metric == p.metric {
 						counts[v.Outcome]++
 					}

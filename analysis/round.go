@@ -219,13 +219,34 @@ type Pair struct {
 }
 
 // ComparePairs decides every metric in Metrics from the pairs
-// (PairedVerdict), their intervals holding jointly over the metrics it can
-// decide (those with enough undisturbed pairs measured on both sides;
-// PairedOptions.Family): a report of eight metrics then carries a false
-// better or worse in at most 5 % of A-vs-A comparisons, not in a third.
+// (PairedVerdict) in two families: the primary metrics
+// (PairedOptions.Primary, DefaultPrimary), whose intervals hold jointly
+// (PairedOptions.Family is the number of them it can decide: those with
+// enough undisturbed pairs measured on both sides), and the others, whose
+// intervals hold jointly among themselves. Each family then carries a
+// false better or worse in at most 5 % of A-vs-A comparisons, and a metric
+// added to the second family costs the first nothing.
 func ComparePairs(pairs []Pair, opts PairedOptions) []Verdict {
+	byMetric, families := splitPairs(pairs, opts)
+	out := make([]Verdict, 0, len(Metrics))
+	for _, m := range Metrics {
+		o := opts
+		primary := opts.primary(m)
+		if o.Family == 0 {
+			o.Family = families[primary]
+		}
+		v := PairedVerdict(m, byMetric[m], o)
+		v.Primary = primary
+		out = append(out, v)
+	}
+	return out
+}
+
+// splitPairs is each metric's pair values, and per family (true: primary)
+// the number of its metrics with enough usable pairs to be decided.
+func splitPairs(pairs []Pair, opts PairedOptions) (map[string][]PairValues, map[bool]int) {
 	byMetric := make(map[string][]PairValues, len(Metrics))
-	family := 0
+	families := map[bool]int{}
 	for _, m := range Metrics {
 		pv := make([]PairValues, len(pairs))
 		usable := 0
@@ -237,15 +258,8 @@ func ComparePairs(pairs []Pair, opts PairedOptions) []Verdict {
 		}
 		byMetric[m] = pv
 		if usable >= opts.minPairs() {
-			family++
+			families[opts.primary(m)]++
 		}
 	}
-	if opts.Family == 0 {
-		opts.Family = family
-	}
-	out := make([]Verdict, 0, len(Metrics))
-	for _, m := range Metrics {
-		out = append(out, PairedVerdict(m, byMetric[m], opts))
-	}
-	return out
+	return byMetric, families
 }

@@ -89,6 +89,17 @@ type Verdict struct {
 	// (Bonferroni): the chance that any of them is wrongly called better
 	// or worse is at most 5 %. 0 or 1: this metric alone.
 	Family int `json:"family,omitempty"`
+	// Primary is set on the metrics the comparison decides on
+	// (PairedOptions.Primary); Family then counts the primary metrics, and
+	// on the others it counts the others.
+	Primary bool `json:"primary,omitempty"`
+	// Looks is, in a sequential comparison (CompareSequential), how many
+	// looks at the pairs the interval's coverage holds over; Spending names
+	// the alpha-spending function; DecidedAt is the number of pairs after
+	// which the metric was decided (0: not decided).
+	Looks     int    `json:"looks,omitempty"`
+	Spending  string `json:"spending,omitempty"`
+	DecidedAt int    `json:"decided_at,omitempty"`
 	// Summary is the line a person reads: "p50: B won 4/4 pairs (−10 % to
 	// −29 %), median −17 %, 95 % CI [−24 %, −9 %] → better".
 	Summary string `json:"summary"`
