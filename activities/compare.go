@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -445,15 +446,25 @@ type VerdictsInput struct {
 	// Host is the host queue the rounds ran on, recorded with the verdicts:
 	// later comparisons pool the noise of earlier ones on the same host.
 	Host string
+	// Sequential, when set, decides by the sequential rule
+	// (analysis.CompareSequential) and records the look; Final marks the
+	// last call, after the comparison stopped for the reason Stopped.
+	Sequential *analysis.SequentialOptions
+	Final      bool
+	Stopped    string
 }
 
-// VerdictsResult counts the outcomes.
+// VerdictsResult counts the outcomes. In a sequential comparison Decided
+// is set when every primary metric is decided, and Undecided names those
+// that are not.
 type VerdictsResult struct {
 	Pairs        int
 	Better       int
 	Worse        int
 	NoDifference int
 	Inconclusive int
+	Decided      bool     `json:",omitempty"`
+	Undecided    []string `json:",omitempty"`
 }
 
 // CompareVerdicts pairs the comparison's completed rounds (superseded ones
@@ -505,16 +516,27 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 	}
 	opts := in.Options
 	if opts.Prior == nil {
-		if opts.Prior, err = a.priorNoise(ctx, c); err != nil {
+		if opts.Prior, _, err = a.priorNoise(ctx, c); err != nil {
 			return VerdictsResult{}, err
 		}
 	}
-	vs := analysis.ComparePairs(pairs, opts)
+	res := VerdictsResult{Pairs: len(pairs)}
+	var vs []analysis.Verdict
+	if in.Sequential != nil {
+		s := analysis.CompareSequential(pairs, opts, *in.Sequential, in.Final)
+		vs, res.Decided, res.Undecided = s.Verdicts, s.Decided, s.Undecided
+		c.Looks = recordLook(c.Looks, s)
+		c.Pairs, c.MaxPairs = len(pairs), cmp.Or(in.Sequential.MaxPairs, analysis.DefaultMaxPairs)
+		if in.Final {
+			c.Stopped = in.Stopped
+		}
+	} else {
+		vs = analysis.ComparePairs(pairs, opts)
+	}
 	c.Verdicts, c.Rounds = vs, nil
 	if err := a.Store.PutComparison(ctx, c); err != nil {
 		return VerdictsResult{}, fmt.Errorf("record verdicts: %w", err)
 	}
-	res := VerdictsResult{Pairs: len(pairs)}
 	for _, v := range vs {
 		switch v.Outcome {
 		case analysis.Better:
@@ -530,6 +552,51 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 	return res, nil
 }
 
+// recordLook replaces or appends the look of s's pair count (an activity
+// retried records it once), keeping the primary metrics' verdicts.
+func recordLook(looks []store.Look, s analysis.Sequential) []store.Look {
+	l := store.Look{Pairs: s.Pairs, Undecided: s.Undecided}
+	for _, v := range s.Verdicts {
+		if v.Primary {
+			l.Verdicts = append(l.Verdicts, v)
+		}
+	}
+	for i := range looks {
+		if looks[i].Pairs == l.Pairs {
+			looks[i] = l
+			return looks
+		}
+	}
+	return append(looks, l)
+}
+
+// HistoryInput asks how many earlier comparisons a comparison's verdicts
+// will pool noise with, once its host is known.
+type HistoryInput struct {
+	ComparisonID string
+	Host         string
+}
+
+// CompareHistory counts the earlier comparisons whose noise the verdicts
+// of this one will pool (priorNoise) and records the count with it, so the
+// terminal can say at the start that there is none.
+func (a *Activities) CompareHistory(ctx context.Context, in HistoryInput) (int, error) {
+	c, err := a.Store.GetComparison(ctx, in.ComparisonID)
+	if err != nil {
+		return 0, fmt.Errorf("history of comparison %s: %w", in.ComparisonID, err)
+	}
+	c.Host = in.Host
+	_, used, err := a.priorNoise(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	c.History, c.Rounds = &used, nil
+	if err := a.Store.PutComparison(ctx, c); err != nil {
+		return 0, fmt.Errorf("record history of comparison %s: %w", in.ComparisonID, err)
+	}
+	return used, nil
+}
+
 // priorComparisons is how many earlier comparisons' noise a comparison
 // pools: enough for a t with 10–20 degrees of freedom from 3-pair
 // comparisons, recent enough to be this host as it is now.
@@ -541,10 +608,10 @@ const priorComparisons = 10
 // warm-up, so their rounds are the same measurement — per
 // metric (analysis.PriorNoise). Their builds may differ: a build's change
 // shifts its log-ratios, not their spread around the mean.
-func (a *Activities) priorNoise(ctx context.Context, c store.Comparison) (map[string]analysis.PriorNoise, error) {
+func (a *Activities) priorNoise(ctx context.Context, c store.Comparison) (map[string]analysis.PriorNoise, int, error) {
 	cs, err := a.Store.ListComparisons(ctx, store.ListOptions{Name: c.Name, Status: store.Completed, Limit: 200})
 	if err != nil {
-		return nil, fmt.Errorf("verdicts: earlier comparisons of %s: %w", c.Name, err)
+		return nil, 0, fmt.Errorf("verdicts: earlier comparisons of %s: %w", c.Name, err)
 	}
 	prior := map[string]analysis.PriorNoise{}
 	used := 0
@@ -563,5 +630,5 @@ func (a *Activities) priorNoise(ctx context.Context, c store.Comparison) (map[st
 			prior[v.Metric] = p
 		}
 	}
-	return prior, nil
+	return prior, used, nil
 }

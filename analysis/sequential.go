@@ -81,6 +81,10 @@ type SequentialOptions struct {
 	// Spending is SpendingOBrienFleming or SpendingPocock ("":
 	// DefaultSpending).
 	Spending string `json:"spending,omitempty"`
+	// SpendRest makes the last look of a final evaluation spend all the α
+	// left, as the last look of the design would: for a comparison stopped
+	// by a time limit, which did not stop because of what its pairs showed.
+	SpendRest bool `json:"spend_rest,omitempty"`
 }
 
 func (o SequentialOptions) maxPairs() int {
@@ -190,9 +194,16 @@ func sequentialVerdict(metric string, pairs []PairValues, opts PairedOptions, se
 		return v
 	}
 	if final {
+		if seq.SpendRest {
+			times[len(times)-1] = 1
+		}
 		nominal := nominalLevel(alpha, times, spend)
 		last = pairedVerdict(metric, pairs[:lastK], opts, lookCritical(nominal), ruleFixed)
 		last.Looks, last.Spending = len(times), spend
+		if seq.SpendRest && last.Outcome != Inconclusive {
+			last.DecidedAt = lastK
+			last.Summary = last.line()
+		}
 	}
 	return last
 }

@@ -215,3 +215,21 @@ func TestIntervalNoteFamilies(t *testing.T) {
 }
 
 func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x5e)) }
+
+func TestCompareSequentialSpendRest(t *testing.T) {
+	// Stopped by a time limit after 4 of 10 pairs: the last look may spend
+	// the α left, so its interval is narrower than the look's own.
+	pairs := seqPairs(1.10, 1.04, 1.12, 1.06)
+	width := func(seq SequentialOptions) float64 {
+		for _, v := range CompareSequential(pairs, PairedOptions{}, seq, true).Verdicts {
+			if v.Metric == MetricCPUMicrosPerReq {
+				return math.Log(v.CI[1] / v.CI[0])
+			}
+		}
+		return 0
+	}
+	look, rest := width(SequentialOptions{}), width(SequentialOptions{SpendRest: true})
+	if !(rest > 0 && rest < look/2) {
+		t.Errorf("interval width (log) %.3f with the rest spent, %.3f without", rest, look)
+	}
+}

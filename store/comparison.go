@@ -80,8 +80,24 @@ type Comparison struct {
 	B           Build  `json:"b"`
 	// Order is "abba", "ab" or "random".
 	Order string `json:"order"`
-	// Pairs is the number of pairs asked for.
-	Pairs         int           `json:"pairs"`
+	// Pairs is the number of pairs asked for; in a comparison that adds
+	// pairs until decided (MaxPairs > 0), the number it took (recorded with
+	// each look).
+	Pairs int `json:"pairs"`
+	// MaxPairs and MaxDuration bound a comparison that adds pairs until
+	// its primary metrics are decided (0: a fixed number of pairs);
+	// Stopped says why it stopped: "decided", "max_pairs" or
+	// "max_duration".
+	MaxPairs    int           `json:"max_pairs,omitempty"`
+	MaxDuration time.Duration `json:"max_duration,omitempty"`
+	Stopped     string        `json:"stopped,omitempty"`
+	// History is how many earlier comparisons of the scenario on the host
+	// the noise is pooled with, recorded when the rounds start (nil: not
+	// looked up, as in a fixed comparison).
+	History *int `json:"history,omitempty"`
+	// Looks are the states of a sequential comparison's primary metrics,
+	// one after each pair from the third on (analysis.CompareSequential).
+	Looks         []Look        `json:"looks,omitempty"`
 	Provider      string        `json:"provider,omitempty"`
 	RoundDuration time.Duration `json:"round_duration"`
 	Window        time.Duration `json:"window"`
@@ -97,6 +113,14 @@ type Comparison struct {
 	CreatedAt   time.Time          `json:"created_at"`
 	StartedAt   time.Time          `json:"started_at,omitzero"`
 	EndedAt     time.Time          `json:"ended_at,omitzero"`
+}
+
+// Look is a sequential comparison's state after Pairs pairs: the primary
+// metrics' verdicts at that look, and which of them are still undecided.
+type Look struct {
+	Pairs     int                `json:"pairs"`
+	Verdicts  []analysis.Verdict `json:"verdicts"`
+	Undecided []string           `json:"undecided,omitempty"`
 }
 
 // SameBuild reports whether both sides are the same build with the same

@@ -74,9 +74,28 @@ type CompareInput struct {
 	// DisturbedAbove is the foreign-load share above which a round is
 	// disturbed (0: DefaultDisturbedAbove; negative: never).
 	DisturbedAbove float64
-	// Verdict tunes the paired verdicts (floors).
+	// Verdict tunes the paired verdicts (floors, the primary metrics).
 	Verdict analysis.PairedOptions
+	// AutoPairs adds pairs until the primary metrics are decided
+	// (analysis.CompareSequential) instead of running Pairs: it starts with
+	// analysis.DefaultMinPairs pairs and looks after each pair, at most
+	// MaxPairs pairs (0: analysis.DefaultMaxPairs; with RerunDisturbed, a
+	// pair with a disturbed round does not count, up to MaxReruns of them)
+	// and, when MaxDuration is set, no pair that would end after
+	// MaxDuration from the comparison's start (at least the first pairs
+	// needed for a look are run).
+	AutoPairs   bool
+	MaxPairs    int
+	MaxDuration time.Duration
 }
+
+// Why a sequential comparison stopped (CompareResult.Stopped,
+// store.Comparison.Stopped).
+const (
+	StoppedDecided     = "decided"
+	StoppedMaxPairs    = "max_pairs"
+	StoppedMaxDuration = "max_duration"
+)
 
 // CompareResult is the outcome of a comparison; a failed one returns it as
 // the details of an ErrTypeCompareFailed error.
@@ -89,6 +108,10 @@ type CompareResult struct {
 	Reruns       int
 	Equivalence  equivalence.Status
 	Verdicts     activities.VerdictsResult
+	// Pairs is the number of pairs taken and Stopped why the comparison
+	// stopped adding them (AutoPairs only).
+	Pairs   int    `json:",omitempty"`
+	Stopped string `json:",omitempty"`
 }
 
 // PlannedRound is one round of the plan: which pair, which side, which seed.
@@ -243,30 +266,135 @@ func (c *comparison) run(ctx workflow.Context) (CompareResult, error) {
 		}
 	}
 
-	plan := PlanRounds(in.Pairs, in.Order, in.Seed)
-	for _, p := range plan {
-		if err := c.runRound(ctx, p, nil); err != nil {
+	vin := activities.VerdictsInput{ComparisonID: in.ComparisonID, Warmup: in.Warmup, Options: in.Verdict, Host: c.host}
+	if in.AutoPairs && workflow.GetVersion(ctx, compareSequentialChange, workflow.DefaultVersion, 1) >= 1 {
+		seq, err := c.runSequential(ctx)
+		if err != nil {
 			return c.res, err
 		}
-	}
-	if in.RerunDisturbed {
-		if err := c.rerunDisturbed(ctx, plan); err != nil {
-			return c.res, err
+		// A time limit is not a look at the data: the last look may spend
+		// the α the looks after it would have.
+		seq.SpendRest = c.res.Stopped == StoppedMaxDuration
+		vin.Sequential, vin.Final, vin.Stopped = &seq, true, c.res.Stopped
+	} else {
+		plan := PlanRounds(in.Pairs, in.Order, in.Seed)
+		for _, p := range plan {
+			if err := c.runRound(ctx, p, nil); err != nil {
+				return c.res, err
+			}
+		}
+		if in.RerunDisturbed {
+			if err := c.rerunDisturbed(ctx, plan); err != nil {
+				return c.res, err
+			}
 		}
 	}
 
-	var vr activities.VerdictsResult
-	vin := activities.VerdictsInput{ComparisonID: in.ComparisonID, Warmup: in.Warmup, Options: in.Verdict, Host: c.host}
-	vctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: activities.GeneralQueue, StartToCloseTimeout: 10 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
-	})
-	if err := workflow.ExecuteActivity(vctx, a.CompareVerdicts, vin).Get(ctx, &vr); err != nil {
+	vr, err := c.verdicts(ctx, vin)
+	if err != nil {
 		return c.res, err
 	}
 	c.res.Verdicts = vr
 	c.res.Status = store.Completed
 	return c.res, nil
+}
+
+// verdicts runs CompareVerdicts.
+func (c *comparison) verdicts(ctx workflow.Context, vin activities.VerdictsInput) (activities.VerdictsResult, error) {
+	var a *activities.Activities
+	var vr activities.VerdictsResult
+	vctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: activities.GeneralQueue, StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	err := workflow.ExecuteActivity(vctx, a.CompareVerdicts, vin).Get(ctx, &vr)
+	return vr, err
+}
+
+// compareSequentialChange: version 1 adds pairs until decided when
+// CompareInput.AutoPairs is set (runSequential); comparisons started before
+// it ran their fixed pairs.
+const compareSequentialChange = "compare-sequential"
+
+// runSequential runs pairs one at a time, looks at the verdicts after each
+// from the first that can decide (CompareVerdicts with the sequential
+// rule, which records the look), and stops when every primary metric is
+// decided, at the pair limit, or before a pair that would overrun
+// MaxDuration. It sets the result's Pairs and Stopped and returns the rule's
+// options for the final verdicts.
+func (c *comparison) runSequential(ctx workflow.Context) (analysis.SequentialOptions, error) {
+	var a *activities.Activities
+	in := &c.in
+	seq := analysis.SequentialOptions{MaxPairs: in.MaxPairs}
+	if seq.MaxPairs <= 0 {
+		seq.MaxPairs = analysis.DefaultMaxPairs
+	}
+	reruns := 0
+	if in.RerunDisturbed {
+		reruns = in.MaxReruns
+		if reruns <= 0 {
+			reruns = seq.MaxPairs
+		}
+	}
+	var history int
+	hin := activities.HistoryInput{ComparisonID: in.ComparisonID, Host: c.host}
+	if err := workflow.ExecuteActivity(c.general(ctx), a.CompareHistory, hin).Get(ctx, &history); err != nil {
+		return seq, err
+	}
+	if history == 0 {
+		workflow.GetLogger(ctx).Info("no earlier comparison of this scenario on this host to pool noise with; this one's noise is kept for the next")
+	}
+	start := workflow.GetInfo(ctx).WorkflowStartTime
+	look := activities.VerdictsInput{ComparisonID: in.ComparisonID, Warmup: in.Warmup, Options: in.Verdict, Host: c.host, Sequential: &seq}
+	var pairTime time.Duration
+	for pair := 0; ; pair++ {
+		begun := workflow.Now(ctx)
+		// The plan of pair p does not depend on how many follow it.
+		for _, p := range PlanRounds(pair+1, in.Order, in.Seed)[2*pair:] {
+			if err := c.runRound(ctx, p, nil); err != nil {
+				return seq, err
+			}
+		}
+		pairTime = workflow.Now(ctx).Sub(begun)
+		var rounds time.Duration // as the activities timed them
+		for _, r := range c.rounds[max(len(c.rounds)-2, 0):] {
+			if !r.StartedAt.IsZero() && r.EndedAt.After(r.StartedAt) {
+				rounds += r.EndedAt.Sub(r.StartedAt)
+			}
+		}
+		pairTime = max(pairTime, rounds)
+		taken := pair + 1
+		c.res.Pairs = taken
+		if taken >= analysis.DefaultMinPairs {
+			vr, err := c.verdicts(ctx, look)
+			if err != nil {
+				return seq, err
+			}
+			if vr.Decided {
+				c.res.Stopped = StoppedDecided
+				return seq, nil
+			}
+		}
+		if taken >= seq.MaxPairs+min(c.disturbedPairs(), reruns) {
+			c.res.Stopped = StoppedMaxPairs
+			return seq, nil
+		}
+		if in.MaxDuration > 0 && taken >= analysis.DefaultMinPairs && workflow.Now(ctx).Add(pairTime).Sub(start) > in.MaxDuration {
+			c.res.Stopped = StoppedMaxDuration
+			return seq, nil
+		}
+	}
+}
+
+// disturbedPairs counts the pairs with a disturbed round.
+func (c *comparison) disturbedPairs() int {
+	pairs := map[int]bool{}
+	for _, r := range c.rounds {
+		if r.Disturbed {
+			pairs[r.Pair] = true
+		}
+	}
+	return len(pairs)
 }
 
 // claimHost picks the host every round runs on: a measurement slot the

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,7 @@ type compareFixture struct {
 	// foreign load (the first attempt of each run).
 	cpuB    float64
 	foreign map[string]float64
+	acts    *activities.Activities
 }
 
 func newCompareFixture(t *testing.T) *compareFixture {
@@ -87,6 +89,7 @@ func newCompareFixture(t *testing.T) *compareFixture {
 		Store: f.store, Provisioner: f.prov, Driver: f.drv, Recorder: f.drv, HostTaskQueue: "longhaul-host-test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+	f.acts = acts
 	RegisterWorkflows(f.env)
 	activities.Register(f.env, acts)
 	f.env.SetTestTimeout(60 * time.Second)
@@ -399,5 +402,85 @@ func TestComparePoolsEarlierNoise(t *testing.T) {
 	}
 	if p := verdict(c, analysis.MetricP50Ms); p.PooledFrom != 0 || p.DF != 2 || p.Family < 2 {
 		t.Errorf("p50 (no history) pooled from %d at %d df, family %d", p.PooledFrom, p.DF, p.Family)
+	}
+}
+
+// TestCompareSequential: with AutoPairs the comparison runs 3 pairs, then
+// one more at a time, looks after each, and stops when every primary
+// metric is decided; the looks, the pairs taken and why it stopped are
+// recorded.
+func TestCompareSequential(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		cpuB        float64
+		maxPairs    int
+		maxDuration time.Duration
+		wantCPU     analysis.Outcome
+		wantStopped string
+	}{
+		{"+30 % CPU", 1.30, 0, 0, analysis.Worse, StoppedDecided},
+		{"A vs A", 1, 4, 0, "", StoppedMaxPairs},
+		{"time budget", 1, 0, 20 * time.Second, "", StoppedMaxDuration},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newCompareFixture(t)
+			f.cpuB = tt.cpuB
+			f.in.AutoPairs, f.in.MaxPairs, f.in.MaxDuration, f.in.Equivalence = true, tt.maxPairs, tt.maxDuration, 0
+			if tt.maxDuration > 0 {
+				// Each reading of the activities' clock is 5 s later, so a
+				// round records a few tens of seconds.
+				var mu sync.Mutex
+				now := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+				f.acts.Now = func() time.Time {
+					mu.Lock()
+					defer mu.Unlock()
+					now = now.Add(5 * time.Second)
+					return now
+				}
+			}
+			if tt.cpuB == 1 {
+				// CPU per request ±5 % at random: never inside the 3 % floor
+				// in a few pairs, so only a limit stops the comparison.
+				f.drv.Decorate = func(req activities.DriveRequest, w *window.Window) {
+					f.decorate(req, w)
+					_, r, _ := f.store.RoundOfRun(context.Background(), req.RunID)
+					cpu := *w.Probes.CPUMicrosPerRequest * (1 + 0.05*float64(r.Index%3-1))
+					secs := cpu * float64(w.Requests) / 1e6
+					w.Probes.CPUSeconds, w.Probes.CPUMicrosPerRequest = &secs, &cpu
+				}
+			}
+			res, err := f.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := f.comparison(t)
+			v := verdict(c, analysis.MetricCPUMicrosPerReq)
+			t.Logf("%s: %d pairs, stopped %s; %s", tt.name, res.Pairs, res.Stopped, v.Summary)
+			if res.Stopped != tt.wantStopped || c.Stopped != tt.wantStopped || c.Pairs != res.Pairs || res.Rounds != 2*res.Pairs {
+				t.Errorf("result %+v; comparison stopped %q after %d pairs", res, c.Stopped, c.Pairs)
+			}
+			if tt.wantCPU != "" && (v.Outcome != tt.wantCPU || v.DecidedAt < 3 || v.DecidedAt > res.Pairs) {
+				t.Errorf("cpu: %+v", v)
+			}
+			if tt.wantCPU == "" && (v.Outcome == analysis.Better || v.Outcome == analysis.Worse) {
+				t.Errorf("cpu of an A-vs-A comparison: %s", v.Summary)
+			}
+			if len(c.Looks) != res.Pairs-2 || c.Looks[0].Pairs != 3 || len(c.Looks[0].Verdicts) != len(analysis.DefaultPrimary) {
+				t.Errorf("looks %+v, want one per pair from the third", c.Looks)
+			}
+			if c.History == nil || *c.History != 0 || c.MaxPairs != max(tt.maxPairs, 0) && tt.maxPairs > 0 {
+				t.Errorf("history %v, max pairs %d", c.History, c.MaxPairs)
+			}
+			switch tt.wantStopped {
+			case StoppedMaxPairs:
+				if res.Pairs != tt.maxPairs {
+					t.Errorf("%d pairs, want the limit %d", res.Pairs, tt.maxPairs)
+				}
+			case StoppedMaxDuration:
+				if res.Pairs < 3 || res.Pairs >= analysis.DefaultMaxPairs {
+					t.Errorf("%d pairs within %s", res.Pairs, tt.maxDuration)
+				}
+			}
+		})
 	}
 }
