@@ -55,6 +55,9 @@ type ComparisonObject struct {
 	B             store.Build        `json:"b"`
 	Order         string             `json:"order"`
 	Pairs         int                `json:"pairs"`
+	MaxPairs      int                `json:"max_pairs,omitempty"`
+	MaxDuration   float64            `json:"max_duration_s,omitempty"`
+	Stopped       string             `json:"stopped,omitempty"`
 	RoundDuration float64            `json:"round_duration_s"`
 	Window        float64            `json:"window_s"`
 	Warmup        float64            `json:"warmup_s"`
@@ -85,7 +88,7 @@ func RoundJSON(r store.Round) RoundObject {
 func ComparisonJSON(c store.Comparison) ComparisonObject {
 	o := ComparisonObject{
 		Type: "comparison", ID: c.ID, Name: c.Name, Status: c.Status, Reason: c.Reason, SameBuild: c.SameBuild(),
-		A: c.A, B: c.B, Order: c.Order, Pairs: c.Pairs,
+		A: c.A, B: c.B, Order: c.Order, Pairs: c.Pairs, MaxPairs: c.MaxPairs, MaxDuration: c.MaxDuration.Seconds(), Stopped: c.Stopped,
 		RoundDuration: c.RoundDuration.Seconds(), Window: c.Window.Seconds(), Warmup: c.Warmup.Seconds(),
 		Provider: c.Provider, Host: c.Host, Rounds: []RoundObject{}, Equivalence: c.Equivalence,
 		Verdicts: c.Verdicts, Worse: WorseMetrics(c.Verdicts), CreatedAt: c.CreatedAt.UTC(),
@@ -234,6 +237,57 @@ func shortCommit(c string) string {
 	return c
 }
 
+// PairsLine says how many pairs a comparison runs or ran: "3 pairs", or
+// for one that adds pairs until decided "5 pairs (until decided, at most
+// 10): stopped, decided".
+func PairsLine(c store.Comparison) string {
+	if c.MaxPairs == 0 {
+		return fmt.Sprintf("%d %s", c.Pairs, pluralWord(c.Pairs, "pair", "pairs"))
+	}
+	bound := fmt.Sprintf("at most %d", c.MaxPairs)
+	if c.MaxDuration > 0 {
+		bound += fmt.Sprintf(" or %s", c.MaxDuration)
+	}
+	if c.Pairs == 0 {
+		return "pairs until decided (" + bound + ")"
+	}
+	line := fmt.Sprintf("%d %s (until decided, %s)", c.Pairs, pluralWord(c.Pairs, "pair", "pairs"), bound)
+	if c.Stopped != "" {
+		line += ": stopped, " + strings.ReplaceAll(c.Stopped, "_", " ")
+	}
+	return line
+}
+
+// LookLines are a sequential comparison's state after a pair, for the
+// terminal: "after pair 4:", then one line per primary metric
+// ("CPU/request: +28 % … +37 %, worse — decided after pair 4") and what is
+// still undecided.
+func LookLines(l store.Look) []string {
+	out := []string{fmt.Sprintf("after pair %d:", l.Pairs)}
+	s := analysis.Sequential{Verdicts: l.Verdicts, Undecided: l.Undecided, Pairs: l.Pairs}
+	for _, line := range s.Progress() {
+		out = append(out, "  "+line)
+	}
+	return out
+}
+
+// HistoryLine says once, at the start of a sequential comparison, where
+// the noise its intervals use comes from.
+func HistoryLine(n int) string {
+	if n == 0 {
+		return "no earlier comparison of this scenario on this host: the noise comes from this comparison's own pairs, added until the primary metrics are decided (it is kept, so the next comparison pools it)"
+	}
+	return fmt.Sprintf("noise pooled with %d earlier %s of this scenario on this host", n, pluralWord(n, "comparison", "comparisons"))
+}
+
+// WriteLookJSON prints a progress line {"type":"look",...} for l.
+func WriteLookJSON(out io.Writer, l store.Look) error {
+	return writeJSONLine(out, struct {
+		Type string `json:"type"`
+		store.Look
+	}{"look", l})
+}
+
 // WriteComparisonText prints a comparison: its header (sides, order,
 // rounds' length), whether it is an A-vs-A (noise floor) comparison, the
 // equivalence check, one line per round and one line per metric's verdict.
@@ -247,8 +301,8 @@ func WriteComparisonText(out io.Writer, c store.Comparison) error {
 	fmt.Fprintf(b, "status:  %s\n", status)
 	fmt.Fprintf(b, "A:       %s\n", SideLine(c.A))
 	fmt.Fprintf(b, "B:       %s\n", SideLine(c.B))
-	fmt.Fprintf(b, "plan:    %d %s, order %s, rounds of %s in %s windows, warm-up %s",
-		c.Pairs, pluralWord(c.Pairs, "pair", "pairs"), c.Order, c.RoundDuration, c.Window, c.Warmup)
+	fmt.Fprintf(b, "plan:    %s, order %s, rounds of %s in %s windows, warm-up %s",
+		PairsLine(c), c.Order, c.RoundDuration, c.Window, c.Warmup)
 	if c.Provider != "" {
 		fmt.Fprintf(b, ", provider %s", c.Provider)
 	}

@@ -201,3 +201,33 @@ func TestEquivalenceLine(t *testing.T) {
 		}
 	}
 }
+
+func TestSequentialLines(t *testing.T) {
+	for _, tt := range []struct {
+		c    store.Comparison
+		want string
+	}{
+		{store.Comparison{Pairs: 3}, "3 pairs"},
+		{store.Comparison{MaxPairs: 10}, "pairs until decided (at most 10)"},
+		{store.Comparison{Pairs: 5, MaxPairs: 10, MaxDuration: 20 * time.Minute, Stopped: "max_duration"}, "5 pairs (until decided, at most 10 or 20m0s): stopped, max duration"},
+	} {
+		if got := PairsLine(tt.c); got != tt.want {
+			t.Errorf("PairsLine(%+v) = %q, want %q", tt.c, got, tt.want)
+		}
+	}
+	l := store.Look{Pairs: 4, Undecided: []string{analysis.MetricP99Ms}, Verdicts: []analysis.Verdict{
+		{Metric: analysis.MetricCPUMicrosPerReq, Primary: true, Outcome: analysis.Worse, CI: [2]float64{1.28, 1.37}, Pairs: 4, DecidedAt: 4},
+		{Metric: analysis.MetricP99Ms, Primary: true, Outcome: analysis.Inconclusive, CI: [2]float64{0.94, 1.12}, Pairs: 4, Floor: 0.03},
+	}}
+	want := "after pair 4:\n  CPU/request: +28 % … +37 %, worse — decided after pair 4\n  p99: −6.0 % … +12 %, still spans the 3 % floor\n  undecided: p99"
+	if got := strings.Join(LookLines(l), "\n"); got != want {
+		t.Errorf("LookLines:\n%s\nwant\n%s", got, want)
+	}
+	var b bytes.Buffer
+	if err := WriteLookJSON(&b, l); err != nil || !strings.HasPrefix(b.String(), `{"type":"look","pairs":4,`) {
+		t.Errorf("look JSON %s, %v", b.String(), err)
+	}
+	if got := HistoryLine(0); !strings.HasPrefix(got, "no earlier comparison of this scenario on this host") {
+		t.Errorf("HistoryLine(0) = %q", got)
+	}
+}

@@ -17,11 +17,15 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
+
+// defaultDecideOn is --decide-on's default: analysis.DefaultPrimary.
+const defaultDecideOn = "cpu,p50,p99,throughput"
 
 // exitWorse: the comparison completed, --fail-on-worse was given and a
 // metric is worse.
@@ -32,7 +36,10 @@ type compareFlags struct {
 	a, b           string
 	aImage, bImage string
 	aEnv, bEnv     []string
-	pairs          int
+	pairs          string
+	maxPairs       int
+	maxDuration    time.Duration
+	decideOn       string
 	order          string
 	roundDuration  time.Duration
 	window         time.Duration
@@ -92,7 +99,10 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 	fs.StringVar(&f.bImage, "b-image", "", "side B is this image (docker provider)")
 	fs.StringArrayVar(&f.aEnv, "a-env", nil, "KEY=VALUE added to side A's target environment (repeatable)")
 	fs.StringArrayVar(&f.bEnv, "b-env", nil, "KEY=VALUE added to side B's target environment (repeatable)")
-	fs.IntVar(&f.pairs, "pairs", workflows.DefaultPairs, "pairs of rounds")
+	fs.StringVar(&f.pairs, "pairs", "auto", "pairs of rounds, or auto: add pairs until the --decide-on metrics are decided (docs/statistics-sequential.md)")
+	fs.IntVar(&f.maxPairs, "max-pairs", analysis.DefaultMaxPairs, "with --pairs auto: the most pairs")
+	fs.DurationVar(&f.maxDuration, "max-duration", 0, "with --pairs auto: start no pair that would end later than this after the start (0: no limit)")
+	fs.StringVar(&f.decideOn, "decide-on", defaultDecideOn, "the primary metrics: their intervals share the joint coverage and --pairs auto stops when they are decided")
 	fs.StringVar(&f.order, "order", workflows.OrderABBA, "order of each pair's rounds: abba, ab or random")
 	fs.DurationVar(&f.roundDuration, "round-duration", 0, "length of one round (default: the scenario's load.duration)")
 	fs.DurationVar(&f.window, "window", 0, "length of one window (default: the scenario's load.window)")
@@ -141,8 +151,21 @@ func (a *app) planCompare(file string, f compareFlags, changed func(string) bool
 	default:
 		return p, badInputf("--order %q: use abba, ab or random", f.order)
 	}
-	if f.pairs < 1 || f.pairs > 100 {
-		return p, badInputf("--pairs must be 1 to 100, got %d", f.pairs)
+	pairs, auto := 0, f.pairs == "auto"
+	if !auto {
+		if pairs, err = strconv.Atoi(f.pairs); err != nil || pairs < 1 || pairs > 100 {
+			return p, badInputf("--pairs %q: auto, or a number of pairs from 1 to 100", f.pairs)
+		}
+	}
+	if auto && (f.maxPairs < analysis.DefaultMinPairs || f.maxPairs > 100) {
+		return p, badInputf("--max-pairs must be %d to 100, got %d", analysis.DefaultMinPairs, f.maxPairs)
+	}
+	if f.maxDuration < 0 {
+		return p, badInputf("--max-duration must be ≥ 0, got %s", f.maxDuration)
+	}
+	primary, err := analysis.ParseMetrics(f.decideOn)
+	if err != nil {
+		return p, badInputf("--decide-on: %v", err)
 	}
 	eq := 0
 	if f.equivalence != "off" {
@@ -228,13 +251,17 @@ func (a *app) planCompare(file string, f compareFlags, changed func(string) bool
 	}
 	p.rec = store.Comparison{
 		Name: s.Name, Status: store.Pending, Scenario: string(source), ScenarioDir: dir, A: sideA, B: sideB,
-		Order: f.order, Pairs: f.pairs, Provider: provider, RoundDuration: round, Window: win, Warmup: warm,
+		Order: f.order, Pairs: pairs, Provider: provider, RoundDuration: round, Window: win, Warmup: warm,
 		Seed: int64(seed),
 	}
+	if auto {
+		p.rec.MaxPairs, p.rec.MaxDuration = f.maxPairs, f.maxDuration
+	}
 	p.in = workflows.CompareInput{
-		Name: s.Name, Pairs: f.pairs, Order: f.order, Seed: seed, RoundDuration: round, Window: win, Warmup: warm,
+		Name: s.Name, Pairs: pairs, Order: f.order, Seed: seed, RoundDuration: round, Window: win, Warmup: warm,
 		Provider: provider, Equivalence: eq, AllowDiff: f.allowDiff, RerunDisturbed: f.rerunDisturbed,
-		DisturbedAbove: disturbed,
+		DisturbedAbove: disturbed, Verdict: analysis.PairedOptions{Primary: primary},
+		AutoPairs: auto, MaxPairs: f.maxPairs, MaxDuration: f.maxDuration,
 	}
 	return p, nil
 }
@@ -345,12 +372,8 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if p.rec.SameBuild() {
 		kind = "A vs A (the noise floor)"
 	}
-	pairs := "pairs"
-	if p.rec.Pairs == 1 {
-		pairs = "pair"
-	}
-	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %d %s of %s rounds in %s windows, order %s (store %s)\n",
-		p.rec.ID, p.rec.Name, kind, p.rec.Pairs, pairs, p.rec.RoundDuration, p.rec.Window, p.rec.Order, svc.where)
+	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %s of %s rounds in %s windows, order %s (store %s)\n",
+		p.rec.ID, p.rec.Name, kind, report.PairsLine(p.rec), p.rec.RoundDuration, p.rec.Window, p.rec.Order, svc.where)
 	ui, err := a.startUI(st, f.uiAddr, false)
 	if err != nil {
 		return err
@@ -379,16 +402,17 @@ func (a *app) followComparison(ctx context.Context, c client.Client, st store.St
 	go func() { done <- wr.Get(context.WithoutCancel(ctx), nil) }()
 	id := p.rec.ID
 	var progress *report.Progress
+	plannedPairs := max(p.rec.Pairs, p.rec.MaxPairs)
 	if p.format == report.Text {
-		total := time.Duration(2*p.rec.Pairs) * p.rec.RoundDuration
+		total := time.Duration(2*plannedPairs) * p.rec.RoundDuration
 		progress = report.NewProgress(a.stderr, time.Now(), total)
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go progress.Run(pctx, time.Second)
 	}
 	printed := map[int]bool{}
-	eqPrinted := false
-	total := 2 * p.rec.Pairs
+	eqPrinted, historyPrinted, looks := false, false, 0
+	total := 2 * plannedPairs
 	printNew := func() error {
 		cmp, err := st.GetComparison(ctx, id)
 		if err != nil {
@@ -419,6 +443,22 @@ func (a *app) followComparison(ctx context.Context, c client.Client, st store.St
 				continue
 			}
 			progress.Around(func() { fmt.Fprintln(a.stdout, report.RoundLine(r, total)) })
+		}
+		if !historyPrinted && cmp.History != nil {
+			historyPrinted = true
+			if p.format == report.Text {
+				progress.Around(func() { fmt.Fprintln(a.stdout, report.HistoryLine(*cmp.History)) })
+			}
+		}
+		for ; looks < len(cmp.Looks); looks++ {
+			l := cmp.Looks[looks]
+			if p.format == report.JSON {
+				if err := report.WriteLookJSON(a.stdout, l); err != nil {
+					return err
+				}
+				continue
+			}
+			progress.Around(func() { fmt.Fprintln(a.stdout, strings.Join(report.LookLines(l), "\n")) })
 		}
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/report"
@@ -120,7 +121,7 @@ func (f *scheduleCompareFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cf.bImage, "b-image", "", "with --compare: side B is this image")
 	fs.StringArrayVar(&f.cf.aEnv, "a-env", nil, "with --compare: KEY=VALUE added to side A's target environment")
 	fs.StringArrayVar(&f.cf.bEnv, "b-env", nil, "with --compare: KEY=VALUE added to side B's target environment")
-	fs.IntVar(&f.cf.pairs, "pairs", workflows.DefaultPairs, "with --compare: pairs of rounds")
+	fs.StringVar(&f.cf.pairs, "pairs", strconv.Itoa(workflows.DefaultPairs), "with --compare: pairs of rounds, or auto (until decided, at most 10)")
 	fs.StringVar(&f.cf.order, "order", workflows.OrderABBA, "with --compare: order of each pair's rounds: abba, ab or random")
 	fs.DurationVar(&f.cf.roundDuration, "round-duration", 0, "with --compare: length of one round (default: the scenario's load.duration)")
 	fs.DurationVar(&f.cf.warmup, "warmup", 0, "with --compare: start of each round left out of its values")
@@ -136,6 +137,7 @@ func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed
 	cf := f.cf
 	cf.window, cf.provider, cf.format = sf.window, sf.provider, "text"
 	cf.temporal = "schedule" // ${env:...} resolve on the worker
+	cf.maxPairs, cf.decideOn = analysis.DefaultMaxPairs, defaultDecideOn
 	p, err := a.planCompare(f.file, cf, changed)
 	if err != nil {
 		return workflows.ScheduledInput{}, err
