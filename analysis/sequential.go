@@ -386,7 +386,7 @@ func ProgressLine(v Verdict) string {
 		fmt.Fprintf(&b, "%s — decided after pair %d", v.Outcome, v.DecidedAt)
 	case v.Outcome != Inconclusive:
 		b.WriteString(string(v.Outcome))
-	case v.Pairs < DefaultMinPairs:
+	case v.Pairs < DefaultMinPairs && v.Reason != "":
 		fmt.Fprintf(&b, "undecided (%s)", v.Reason)
 	default:
 		fmt.Fprintf(&b, "still spans the %s floor", pct(v.Floor))

@@ -28,12 +28,20 @@ type comparisonView struct {
 	Verdicts []verdictView
 	// Note says what the intervals hold over and where their noise came
 	// from (analysis.IntervalNote).
-	Note    string
+	Note string
+	// Looks are a sequential comparison's primary metrics after each pair
+	// (analysis.Sequential.Progress), newest last.
+	Looks   []lookView
 	Metrics []metricPairs
 	Rounds  []roundView
 	Same    bool
 	// Notifications are those a scheduled comparison sent or failed to send.
 	Notifications []notificationView
+}
+
+type lookView struct {
+	Pairs int
+	Lines []string
 }
 
 type verdictView struct {
@@ -117,6 +125,10 @@ func buildComparison(ctx context.Context, st Reader, cr ComparisonReader, id str
 		v.Verdicts = append(v.Verdicts, vv)
 	}
 	v.Note = analysis.IntervalNote(c.Verdicts)
+	for _, l := range c.Looks {
+		s := analysis.Sequential{Verdicts: l.Verdicts, Undecided: l.Undecided, Pairs: l.Pairs}
+		v.Looks = append(v.Looks, lookView{Pairs: l.Pairs, Lines: s.Progress()})
+	}
 	ns, err := cr.ComparisonNotifications(ctx, id)
 	if err != nil {
 		return comparisonView{}, err

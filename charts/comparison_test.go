@@ -28,6 +28,9 @@ func seedComparison(t *testing.T, st store.Store) string {
 			Request: 7, Op: "get", Method: "GET", Path: "/items/<script>", What: "body", JSONPath: "$.name", A: `"x"`, B: `"<script>alert(1)</script>"`}},
 		Verdicts: []analysis.Verdict{{Metric: analysis.MetricP50Ms, Outcome: analysis.Better, Ratio: 0.82, CI: [2]float64{0.75, 0.9}, Pairs: 2, PairsBBetter: 2,
 			Method: "t-log-ratio-pooled", Summary: "p50: B won 2/2 pairs", Family: 7, PooledFrom: 3}},
+		Looks: []store.Look{{Pairs: 2, Undecided: []string{analysis.MetricP99Ms}, Verdicts: []analysis.Verdict{
+			{Metric: analysis.MetricCPUMicrosPerReq, Primary: true, Outcome: analysis.Worse, CI: [2]float64{1.28, 1.37}, Pairs: 2, DecidedAt: 2},
+			{Metric: analysis.MetricP99Ms, Primary: true, Outcome: analysis.Inconclusive, CI: [2]float64{0.94, 1.12}, Pairs: 2, Floor: 0.03}}}},
 	}
 	for i, side := range []store.Side{store.SideA, store.SideB, store.SideB, store.SideA} {
 		id := fmt.Sprintf("cmp-1-r%d", i)
@@ -55,6 +58,7 @@ func TestComparisonPage(t *testing.T) {
 		"cpu_us_per_request", "main @aaaa111", "feature @bbbb222",
 		"the intervals hold jointly over 7 metrics; noise pooled with 3 earlier comparisons of this scenario on this host.",
 		"<h3>Notifications</h3>", "not sent after 3 tries: 503 Service Unavailable",
+		"<b>after pair 2:</b> CPU/request: ", "worse — decided after pair 2; p99: −6.0 % … ", "still spans the 3 % floor; undecided: p99</li>",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("comparison page lacks %q", want)
