@@ -64,6 +64,9 @@ type httpConn struct {
 	body   []byte // the last response body, when captured
 	reused bool   // conn has carried a complete exchange before
 	got    int    // bytes received for the exchange in progress
+	// dialFailed is set by do when the request failed because no
+	// connection could be opened: nothing reached the target.
+	dialFailed bool
 }
 
 func newHTTPConn(ep *endpoint) *httpConn {
@@ -72,12 +75,15 @@ func newHTTPConn(ep *endpoint) *httpConn {
 
 // do sends req and reads the response. On success it returns the status, the
 // body (only when wantBody; valid until the next call) and window.OK; on a
-// transport failure it returns the failure's class and closes the connection.
+// transport failure it returns the failure's class and closes the connection,
+// and sets dialFailed when the failure was opening the connection.
 // deadline bounds the whole exchange, dial included.
 func (h *httpConn) do(req *scenarios.Rendered, wantBody bool, deadline time.Time) (int, []byte, window.Class) {
+	h.dialFailed = false
 	fresh := h.conn == nil
 	if fresh {
 		if c := h.dial(deadline); c != window.OK {
+			h.dialFailed = true
 			return 0, nil, c
 		}
 	}
@@ -90,6 +96,7 @@ func (h *httpConn) do(req *scenarios.Rendered, wantBody bool, deadline time.Time
 		// is counted as reset.
 		h.close()
 		if c := h.dial(deadline); c != window.OK {
+			h.dialFailed = true
 			return 0, nil, c
 		}
 		status, body, err = h.exchange(req, wantBody, deadline)

@@ -43,6 +43,15 @@
 // timeouts (as the time waited); refused, reset, other and interrupted
 // requests are counted but have no latency, which would only flatter the
 // percentiles.
+//
+// A request whose connection could not be opened (the target is down or
+// restarting) is counted under its class and in Window.ConnectFailures, and
+// is not throughput (Window.RPS leaves it out). Its VU then waits before
+// dialling again, from ConnectBackoffMin doubling to ConnectBackoffMax, and
+// starts over at the minimum after a connection opens: a dead target costs
+// the machine a few dials a second per VU, not a core of refused connects.
+// In the open model a VU backing off is busy, so the starts it misses are
+// Dropped.
 package driver
 
 import (
@@ -550,7 +559,7 @@ func (r *run) close(idx int, start, end time.Time) window.Window {
 	w.Dropped = r.dropped.Swap(0)
 	w.InFlight = int(r.maxInFlight.Swap(r.inFlight.Load()))
 	if secs := end.Sub(start).Seconds(); secs > 0 {
-		w.RPS = float64(w.Requests) / secs
+		w.RPS = float64(w.Reached()) / secs
 		for name, o := range w.Ops {
 			o.RPS = float64(o.Requests) / secs
 			w.Ops[name] = o
@@ -566,7 +575,7 @@ func (r *run) close(idx int, start, end time.Time) window.Window {
 		// collector running late would read may already be the next one's).
 		w.VUs = min(int(math.Round(w.Target)), r.numVUs)
 	}
-	r.log.Debug("window", "index", idx, "requests", w.Requests, "errors", w.Errors.Total(), "dropped", w.Dropped, "rps", w.RPS)
+	r.log.Debug("window", "index", idx, "requests", w.Requests, "errors", w.Errors.Total(), "connect_failures", w.ConnectFailures, "dropped", w.Dropped, "rps", w.RPS)
 	return w
 }
 

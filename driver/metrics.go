@@ -16,6 +16,7 @@ import (
 //	longhaul_skipped_total{op="..."}                  picks skipped on an empty pool
 //	longhaul_in_flight                                gauge, requests in flight now
 //	longhaul_dropped_total                            open-model starts dropped
+//	longhaul_connect_failures_total                   requests that found no connection
 //
 // They are for watching a run live; the windows (HDR histograms) remain the
 // measurement of record.
@@ -25,6 +26,9 @@ const (
 	MetricSkipped  = "longhaul_skipped_total"
 	MetricInFlight = "longhaul_in_flight"
 	MetricDropped  = "longhaul_dropped_total"
+	// MetricConnectFailures counts requests that could not open their
+	// connection (also in MetricRequests under their class).
+	MetricConnectFailures = "longhaul_connect_failures_total"
 )
 
 // liveMetrics holds every metric pre-resolved, so the hot path does no
@@ -35,6 +39,8 @@ type liveMetrics struct {
 	skipped  []*metrics.Counter                    // by slot
 	inFlight *metrics.Gauge
 	dropped  *metrics.Counter
+
+	connectFailures *metrics.Counter
 }
 
 func newLiveMetrics(set *metrics.Set, names []string) *liveMetrics {
@@ -44,6 +50,8 @@ func newLiveMetrics(set *metrics.Set, names []string) *liveMetrics {
 		skipped:  make([]*metrics.Counter, len(names)),
 		inFlight: set.GetOrCreateGauge(MetricInFlight, nil),
 		dropped:  set.GetOrCreateCounter(MetricDropped),
+
+		connectFailures: set.GetOrCreateCounter(MetricConnectFailures),
 	}
 	for slot, name := range names {
 		op := `op="` + escapeLabel(name) + `"`

@@ -51,9 +51,10 @@ type shardData struct {
 }
 
 type opData struct {
-	hist    *hdrhistogram.PackedHistogram
-	classes [window.NumClasses]int64
-	skipped int64
+	hist     *hdrhistogram.PackedHistogram
+	classes  [window.NumClasses]int64
+	skipped  int64
+	connFail int64 // of classes' errors, those that found no connection
 }
 
 func newShardData(slots int) *shardData {
@@ -82,6 +83,12 @@ func newRecorder(names []string, shards int) *recorder {
 // record counts one request of op slot in class c; its latency goes into the
 // histograms when withLatency is set.
 func (r *recorder) record(shardIdx, slot int, c window.Class, latency time.Duration, withLatency bool) {
+	r.recordConn(shardIdx, slot, c, latency, withLatency, false)
+}
+
+// recordConn is record that also says whether the request failed to open its
+// connection (Window.ConnectFailures).
+func (r *recorder) recordConn(shardIdx, slot int, c window.Class, latency time.Duration, withLatency, connFailed bool) {
 	us := int64(latency / time.Microsecond)
 	if us < window.MinMicros {
 		us = window.MinMicros
@@ -92,6 +99,9 @@ func (r *recorder) record(shardIdx, slot int, c window.Class, latency time.Durat
 	s.mu.Lock()
 	o := &s.cur.ops[slot]
 	o.classes[c]++
+	if connFailed {
+		o.connFail++
+	}
 	if withLatency {
 		_ = o.hist.RecordValue(us) // cannot fail inside the bounds
 	}
@@ -111,8 +121,9 @@ func (r *recorder) skip(shardIdx, slot int) {
 // one goroutine may call it at a time.
 func (r *recorder) collect(w *window.Window) error {
 	type opTotals struct {
-		classes [window.NumClasses]int64
-		skipped int64
+		classes  [window.NumClasses]int64
+		skipped  int64
+		connFail int64
 	}
 	totals := make([]opTotals, len(r.names))
 	for i := range r.shards {
@@ -130,6 +141,8 @@ func (r *recorder) collect(w *window.Window) error {
 			}
 			t.skipped += o.skipped
 			o.skipped = 0
+			t.connFail += o.connFail
+			o.connFail = 0
 			if o.hist.TotalCount() > 0 {
 				o.hist.MergeInto(r.accOps[slot])
 				o.hist.MergeInto(r.accAll)
@@ -152,6 +165,7 @@ func (r *recorder) collect(w *window.Window) error {
 			}
 		}
 		st.Skipped = t.skipped
+		w.ConnectFailures += t.connFail
 		w.Requests += st.Requests
 		w.OK += st.OK
 		w.Errors.AddAll(st.Errors)

@@ -13,6 +13,11 @@ import (
 // After skipStreak consecutive picks that found their pool empty, a VU naps
 // for skipNap rather than spin on the CPU it shares with the target.
 const (
+	// ConnectBackoffMin and ConnectBackoffMax bound a VU's wait after a
+	// request that could not open its connection (see the package doc).
+	ConnectBackoffMin = time.Millisecond
+	ConnectBackoffMax = time.Second
+
 	setupBackoffMin = 100 * time.Millisecond
 	setupBackoffMax = 5 * time.Second
 	skipStreak      = 16
@@ -32,6 +37,9 @@ type vu struct {
 	timer *time.Timer
 	skips int
 	ready bool // setup done
+	// connBackoff is the wait before the next dial after a connect
+	// failure; 0 while connections open.
+	connBackoff time.Duration
 }
 
 func (r *run) newVU(i int) *vu {
@@ -206,15 +214,31 @@ func (v *vu) exchange(a *scenarios.Action, slot int, due time.Time) (window.Clas
 	}
 	latency := end.Sub(due)
 	timed := hasLatency(c)
-	r.rec.record(v.shard, slot, c, latency, timed)
+	connFailed := v.conn.dialFailed
+	r.rec.recordConn(v.shard, slot, c, latency, timed, connFailed)
 	if r.live != nil {
 		r.live.inFlight.Set(float64(n))
 		r.live.requests[slot][c].Inc()
 		if timed {
 			r.live.latency[slot].Update(latency.Seconds())
 		}
+		if connFailed {
+			r.live.connectFailures.Inc()
+		}
+	}
+	if connFailed {
+		v.backOff()
+	} else {
+		v.connBackoff = 0
 	}
 	return c, status
+}
+
+// backOff waits after a request that could not open its connection, longer
+// after each one in a row (ConnectBackoffMin doubling to ConnectBackoffMax).
+func (v *vu) backOff() {
+	v.connBackoff = min(max(2*v.connBackoff, ConnectBackoffMin), ConnectBackoffMax)
+	v.sleep(v.connBackoff)
 }
 
 // hasLatency reports whether a request of class c has a latency worth

@@ -57,10 +57,13 @@ type WindowObject struct {
 	LatencyMs window.Latency      `json:"latency_ms"`
 	Ops       map[string]OpObject `json:"ops"`
 
-	Incarnation int            `json:"incarnation,omitempty"`
-	Skipped     int64          `json:"skipped,omitempty"`
-	Gap         bool           `json:"gap,omitempty"`
-	Probes      *window.Probes `json:"probes,omitempty"`
+	Incarnation int   `json:"incarnation,omitempty"`
+	Skipped     int64 `json:"skipped,omitempty"`
+	// ConnectFailures: requests that found no connection (in Errors under
+	// their class, not in RPS).
+	ConnectFailures int64          `json:"connect_failures,omitempty"`
+	Gap             bool           `json:"gap,omitempty"`
+	Probes          *window.Probes `json:"probes,omitempty"`
 	// ProbeFailures: the probes failing when the window closed, and why.
 	ProbeFailures []window.ProbeFailure `json:"probe_failures,omitempty"`
 	// Custom: an imported run's other series (window.Window.Custom).
@@ -91,6 +94,8 @@ type SummaryObject struct {
 
 	Gaps    int   `json:"gaps,omitempty"`
 	Skipped int64 `json:"skipped,omitempty"`
+	// ConnectFailures: requests that found no connection (not in RPS).
+	ConnectFailures int64 `json:"connect_failures,omitempty"`
 }
 
 // WindowJSON returns w in its JSON shape.
@@ -100,7 +105,8 @@ func WindowJSON(w window.Window) WindowObject {
 		Requests: w.Requests, Errors: w.Errors, Dropped: w.Dropped,
 		RPS: round3(w.RPS), LatencyMs: w.LatencyMs, Ops: opsJSON(w.Ops),
 		Incarnation: w.Incarnation, Skipped: w.Skipped, Gap: w.Gap,
-		ProbeFailures: w.ProbeFailures, Custom: w.Custom,
+		ConnectFailures: w.ConnectFailures,
+		ProbeFailures:   w.ProbeFailures, Custom: w.Custom,
 	}
 	if w.Probes != (window.Probes{}) {
 		p := w.Probes
@@ -115,7 +121,7 @@ func SummaryJSON(s window.Summary) SummaryObject {
 		Type: "summary", Windows: s.Windows, Start: s.Start.UTC(), End: s.End.UTC(),
 		Requests: s.Requests, Errors: s.Errors, Dropped: s.Dropped,
 		RPS: round3(s.RPS), LatencyMs: s.LatencyMs, Ops: opsJSON(s.Ops),
-		Gaps: s.Gaps, Skipped: s.Skipped,
+		Gaps: s.Gaps, Skipped: s.Skipped, ConnectFailures: s.ConnectFailures,
 	}
 }
 

@@ -140,6 +140,9 @@ func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration, cols
 	if e := errorClasses(w.Errors); e != "" {
 		line += "  " + e
 	}
+	if w.ConnectFailures > 0 {
+		line += fmt.Sprintf(" (%d not connected)", w.ConnectFailures)
+	}
 	if w.Partial {
 		line += "  partial: cut short, left out of the findings"
 	}
@@ -173,6 +176,9 @@ func writeSummary(out io.Writer, s window.Summary) {
 		s.Requests, s.OK, s.Errors.Total(), shareOf(s.Errors.Total(), s.Requests), rps(s.RPS), s.Dropped, shareOf(s.Dropped, s.Requests+s.Skipped+s.Dropped))
 	if s.Skipped > 0 {
 		fmt.Fprintf(&head, ", %d skipped (empty pool)", s.Skipped)
+	}
+	if s.ConnectFailures > 0 {
+		fmt.Fprintf(&head, ", %d found no connection (not in req/s)", s.ConnectFailures)
 	}
 	fmt.Fprintln(out, head.String())
 

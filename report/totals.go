@@ -47,6 +47,7 @@ func (t *Totals) Add(w window.Window) error {
 	s.Errors.AddAll(w.Errors)
 	s.Dropped += w.Dropped
 	s.Skipped += w.Skipped
+	s.ConnectFailures += w.ConnectFailures
 	var firstErr error
 	if h, err := window.DecodeHistogram(w.Histogram); err != nil {
 		firstErr = fmt.Errorf("window %d: %w", w.Index, err)
@@ -86,7 +87,7 @@ func (t *Totals) Summary() window.Summary {
 	s.LatencyMs = window.LatencyOf(t.all)
 	secs := t.busy.Seconds()
 	if secs > 0 {
-		s.RPS = float64(s.Requests) / secs
+		s.RPS = float64(s.Requests-s.ConnectFailures) / secs
 	}
 	for name, o := range t.s.Ops {
 		o.LatencyMs = window.LatencyOf(t.ops[name])

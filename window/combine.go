@@ -54,6 +54,7 @@ func Combine(ws []Window) (Window, error) {
 		out.Errors.AddAll(w.Errors)
 		out.Dropped += w.Dropped
 		out.Skipped += w.Skipped
+		out.ConnectFailures += w.ConnectFailures
 		out.VUs = w.VUs
 		out.InFlight = max(out.InFlight, w.InFlight)
 		out.Target = w.Target
@@ -120,7 +121,7 @@ func Combine(ws []Window) (Window, error) {
 		return out, nil
 	}
 	if busySecs > 0 {
-		out.RPS = float64(out.Requests) / busySecs
+		out.RPS = float64(out.Reached()) / busySecs
 		for name, o := range out.Ops {
 			o.RPS = float64(o.Requests) / busySecs
 			out.Ops[name] = o

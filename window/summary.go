@@ -11,21 +11,24 @@ import (
 // summed and percentiles come from the merged histograms, never from
 // averaging the windows' percentiles.
 type Summary struct {
-	Windows   int                `json:"windows"`
-	Gaps      int                `json:"gaps"`
-	Start     time.Time          `json:"start"`
-	End       time.Time          `json:"end"`
-	Requests  int64              `json:"requests"`
-	OK        int64              `json:"ok"`
-	Errors    Errors             `json:"errors"`
-	Dropped   int64              `json:"dropped"`
-	Skipped   int64              `json:"skipped"`
-	RPS       float64            `json:"rps"`
-	LatencyMs Latency            `json:"latency_ms"`
-	Ops       map[string]OpStats `json:"ops"`
+	Windows  int       `json:"windows"`
+	Gaps     int       `json:"gaps"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Requests int64     `json:"requests"`
+	OK       int64     `json:"ok"`
+	Errors   Errors    `json:"errors"`
+	Dropped  int64     `json:"dropped"`
+	Skipped  int64     `json:"skipped"`
+	// ConnectFailures ⊆ Errors: requests that found no connection; they
+	// are not in RPS (see Window).
+	ConnectFailures int64              `json:"connect_failures,omitempty"`
+	RPS             float64            `json:"rps"`
+	LatencyMs       Latency            `json:"latency_ms"`
+	Ops             map[string]OpStats `json:"ops"`
 }
 
-// Merge summarises ws. RPS is requests over the summed window durations (so a
+// Merge summarises ws. RPS is requests that reached the target over the summed window durations (so a
 // gap between incarnations does not dilute it). Gap windows are counted in
 // Gaps and otherwise ignored.
 func Merge(ws []Window) (Summary, error) {
@@ -71,6 +74,7 @@ func merge(ws []Window) (Summary, *hdrhistogram.Histogram, map[string]*hdrhistog
 		s.Errors.AddAll(w.Errors)
 		s.Dropped += w.Dropped
 		s.Skipped += w.Skipped
+		s.ConnectFailures += w.ConnectFailures
 		h, err := DecodeHistogram(w.Histogram)
 		if err != nil {
 			return s, nil, nil, fmt.Errorf("window %d: %w", w.Index, err)
@@ -96,7 +100,7 @@ func merge(ws []Window) (Summary, *hdrhistogram.Histogram, map[string]*hdrhistog
 	s.LatencyMs = LatencyOf(all)
 	secs := busy.Seconds()
 	if secs > 0 {
-		s.RPS = float64(s.Requests) / secs
+		s.RPS = float64(s.Requests-s.ConnectFailures) / secs
 	}
 	for name, o := range s.Ops {
 		o.LatencyMs = LatencyOf(ops[name])

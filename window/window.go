@@ -158,6 +158,12 @@ type OpStats struct {
 //
 // Requests = OK + Errors.Total(); in the open model Dropped counts starts that
 // found every VU busy and were never sent (they are not in Requests).
+//
+// ConnectFailures counts the requests whose connection could not be opened
+// (refused, reset or timed out while connecting): nothing reached the
+// target. They are in Requests and in Errors under their class, but not in
+// RPS, which counts only requests that reached the target — a dead target
+// has no throughput however fast the driver is refused.
 type Window struct {
 	RunID       string    `json:"run_id,omitempty"`
 	Incarnation int       `json:"incarnation"`
@@ -165,12 +171,14 @@ type Window struct {
 	Start       time.Time `json:"start"`
 	End         time.Time `json:"end"`
 
-	Requests int64   `json:"requests"`
-	OK       int64   `json:"ok"`
-	Errors   Errors  `json:"errors"`
-	Dropped  int64   `json:"dropped"`
-	Skipped  int64   `json:"skipped"`
-	RPS      float64 `json:"rps"`
+	Requests int64  `json:"requests"`
+	OK       int64  `json:"ok"`
+	Errors   Errors `json:"errors"`
+	Dropped  int64  `json:"dropped"`
+	Skipped  int64  `json:"skipped"`
+	// ConnectFailures ⊆ Errors: requests that found no connection (see above).
+	ConnectFailures int64   `json:"connect_failures,omitempty"`
+	RPS             float64 `json:"rps"`
 	// VUs is the number of active virtual users when the window closed;
 	// InFlight the largest number of requests in flight during it. Together
 	// with RPS they show a throughput limit on a ramp.
@@ -327,3 +335,7 @@ type Table struct {
 
 // Duration is the window's length.
 func (w Window) Duration() time.Duration { return w.End.Sub(w.Start) }
+
+// Reached is the number of requests that reached the target: Requests
+// without the connect failures. RPS is Reached over the window's length.
+func (w Window) Reached() int64 { return w.Requests - w.ConnectFailures }
