@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/targetlog"
 	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -82,11 +84,12 @@ func (e errTargetFailed) Error() string { return "target stopped answering: " + 
 // provisions a new incarnation that continues from LostDetails.NextIndex.
 func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, error) {
 	log := a.logger().With("run", in.RunID, "incarnation", in.Incarnation)
-	s, _, err := a.scenario(ctx, in.RunID, in.Overrides)
+	s, run, err := a.scenario(ctx, in.RunID, in.Overrides)
 	if err != nil {
 		return DriveResult{}, err
 	}
 	res := DriveResult{NextIndex: in.FirstIndex}
+	mask := targetlog.NewMasker(targetlog.Secrets(run.Scenario, os.LookupEnv))
 
 	rp, err := a.resumePoint(ctx, in)
 	if err != nil {
@@ -162,6 +165,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	if maxFailures <= 0 {
 		maxFailures = DefaultCheckFailures
 	}
+	reported := map[string]bool{} // event kinds already recorded by this drive
 	sink := func(w window.Window) error {
 		w.RunID, w.Incarnation = in.RunID, in.Incarnation
 		if prober != nil {
@@ -170,6 +174,23 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			prober.Sample(context.WithoutCancel(ctx), &w)
 		}
 		w.ProbeFailures = append(w.ProbeFailures, probesDown...)
+		// The environment is checked before the window is committed, so
+		// that a target found stopped is recorded in the window it
+		// stopped in (with how and its last output) in the same write.
+		var checkErr error
+		checked := w.Index+1 < in.Total && ctx.Err() == nil && res.StoppedBy == ""
+		if checked {
+			checkErr = a.check(ctx, in.Env)
+			var fe interface{ FaultEvent() window.Event }
+			if errors.As(checkErr, &fe) {
+				if ev := fe.FaultEvent(); !reported[ev.Kind] {
+					reported[ev.Kind] = true
+					ev.Detail = mask.String(ev.Detail)
+					ev.Output = mask.Lines(ev.Output)
+					w.Events = append(w.Events, ev)
+				}
+			}
+		}
 		// The commit must not be cut short by cancellation: a window the
 		// driver closed is measured data.
 		if err := a.Store.PutWindow(context.WithoutCancel(ctx), w); err != nil {
@@ -189,14 +210,14 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 				stopLoad()
 			}
 		}
-		if w.Index+1 >= in.Total || ctx.Err() != nil || res.StoppedBy != "" {
+		if !checked || w.Index+1 >= in.Total || ctx.Err() != nil || res.StoppedBy != "" {
 			return nil
 		}
-		if err := a.check(ctx, in.Env); err != nil {
+		if checkErr != nil {
 			failures++
-			log.Warn("environment check failed", "window", w.Index, "failures", failures, "err", err)
+			log.Warn("environment check failed", "window", w.Index, "failures", failures, "err", checkErr)
 			if failures >= maxFailures {
-				return errTargetFailed{err}
+				return errTargetFailed{checkErr}
 			}
 		} else {
 			failures = 0

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -65,8 +66,9 @@ func Analyze(ws []window.Window, opts Options) Result {
 	a := analyzer{opts: opts.withDefaults()}
 	var out []Finding
 	var lastMissing []string
+	runStart := firstStart(ws)
 	for _, inc := range a.split(ws) {
-		var fs []Finding
+		fs := inc.crashes(runStart)
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
@@ -122,8 +124,21 @@ func Analyze(ws []window.Window, opts Options) Result {
 	return Result{Findings: out}
 }
 
+// firstStart is the earliest start of a window of ws that is not a gap.
+func firstStart(ws []window.Window) time.Time {
+	var t time.Time
+	for i := range ws {
+		if s := ws[i].Start; !ws[i].Gap && !s.IsZero() && (t.IsZero() || s.Before(t)) {
+			t = s
+		}
+	}
+	return t
+}
+
 func kindOrder(k string) int {
 	switch k {
+	case KindCrash:
+		return -1
 	case KindLeak:
 		return 0
 	case KindCollapse:
@@ -153,6 +168,7 @@ type analyzer struct {
 // incarnation is one incarnation's windows after gaps and warm-up are removed.
 type incarnation struct {
 	num    int
+	all    []*window.Window       // every window of the incarnation but gaps, warm-up included, by index
 	warmup int                    // windows excluded as warm-up
 	ws     []*window.Window       // analysed windows, by index
 	t      []float64              // seconds from the first analysed window's start to each window's end
@@ -208,7 +224,7 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 }
 
 func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
-	inc := &incarnation{num: num}
+	inc := &incarnation{num: num, all: list}
 	skip := max(a.opts.WarmupWindows, 0)
 	if a.opts.Warmup > 0 && len(list) > 0 && !list[0].Start.IsZero() {
 		end := list[0].Start.Add(a.opts.Warmup)

@@ -1,5 +1,7 @@
 package analysis
 
+import "time"
+
 // Kinds of finding.
 const (
 	KindLeak            = "leak"
@@ -76,6 +78,10 @@ type Evidence struct {
 	Missing []string `json:"missing,omitempty"`
 	// Notes carries any other figure worth showing, keyed by name.
 	Notes map[string]float64 `json:"notes,omitempty"`
+	// At is when the fault happened (crash), and Output the last lines
+	// the target printed before it, oldest first, secrets masked.
+	At     time.Time `json:"at,omitzero"`
+	Output []string  `json:"output,omitempty"`
 }
 
 // KindInsufficientData says there was too little data for a verdict (too few

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // Docker runs the target and its database as containers through
@@ -549,6 +551,19 @@ func containerLimits(r scenarios.Resources) (container.Resources, error) {
 	}, nil
 }
 
+// containerLines returns the last n non-empty lines of a container's output.
+func containerLines(ctx context.Context, cli client.APIClient, id string, n int) []string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	rc, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(2 * n)})
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(rc)
+	return lastLinesFrom(bytes.NewReader(demux(b)), n)
+}
+
 // containerTail returns the last 20 lines of a container's output.
 func containerTail(ctx context.Context, cli client.APIClient, id string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -727,11 +742,26 @@ func (d *Docker) Check(ctx context.Context, env Environment) error {
 			return fmt.Errorf("check %s: %w", env.ID, err)
 		}
 		if st := r.Container.State; st == nil || !st.Running {
-			setting := ""
+			setting, kind, what := "", window.EventDatabaseExit, "database"
 			if id == env.Target.ContainerID {
-				setting = "target.resources.memory"
+				setting, kind, what = "target.resources.memory", window.EventTargetExit, "target"
 			}
-			return fmt.Errorf("%w: container %s of %s is not running%s", ErrGone, shortID(id), env.ID, whyStopped(r.Container, setting))
+			ev := window.Event{Kind: kind, Container: shortID(id),
+				Detail: fmt.Sprintf("the %s container %s is not running%s", what, shortID(id), whyStopped(r.Container, setting))}
+			if st != nil {
+				if t, err := time.Parse(time.RFC3339Nano, st.FinishedAt); err == nil && t.Year() > 1 {
+					ev.At = t.UTC()
+				}
+				if st.Status == container.StateExited || st.OOMKilled {
+					code := st.ExitCode
+					ev.ExitCode = &code
+				}
+				if st.OOMKilled {
+					ev.OOMKilled, ev.OOMSource = true, "container state"
+				}
+			}
+			ev.Output = containerLines(ctx, d.cli, id, ExitLines)
+			return &ExitError{ev}
 		}
 	}
 	if err := dialTarget(ctx, env); err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // Local runs targets (and private PostgreSQL clusters) as processes on this
@@ -173,7 +174,8 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 }
 
 // start runs argv in its own process group with stdout and stderr appended
-// to logPath, and returns a channel closed when it exits. onStart receives
+// to logPath, and returns a channel closed when it exits; its exit status
+// is then in exitFile(logPath). onStart receives
 // the PID before start returns, so state is written before any wait.
 func (l *Local) start(argv []string, dir string, vars []string, marker, logPath string, cred *syscall.Credential, onStart func(pid int)) (<-chan struct{}, error) {
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -194,9 +196,10 @@ func (l *Local) start(argv []string, dir string, vars []string, marker, logPath 
 	onStart(cmd.Process.Pid)
 	exited := make(chan struct{})
 	l.wg.Add(1)
-	go func() { // reap it, whenever it ends
+	go func() { // reap it, whenever it ends, and say how for Check
 		defer l.wg.Done()
 		_ = cmd.Wait()
+		writeExit(exitFile(logPath), cmd)
 		close(exited)
 	}()
 	return exited, nil
@@ -243,11 +246,11 @@ func (l *Local) Check(ctx context.Context, env Environment) error {
 		return fmt.Errorf("check %s: %w", env.ID, err)
 	}
 	if !alive(env.Target.PID) || !hasMarker(env.Target.PID, markerFor(env.ID, "")) {
-		return fmt.Errorf("%w: target process %d of %s is not running", ErrGone, env.Target.PID, env.ID)
+		return &ExitError{processExit(window.EventTargetExit, "target", env.Target.PID, filepath.Join(env.EnvDir, "target.log"))}
 	}
 	if db := env.Database; db != nil && db.Process.PID > 0 {
 		if !alive(db.Process.PID) || !hasMarker(db.Process.PID, markerFor(env.ID, "postgres")) {
-			return fmt.Errorf("%w: postgres process %d of %s is not running", ErrGone, db.Process.PID, env.ID)
+			return &ExitError{processExit(window.EventDatabaseExit, "database (postgres)", db.Process.PID, filepath.Join(env.EnvDir, "postgres.log"))}
 		}
 	}
 	if err := dialURL(ctx, env.TargetURL); err != nil {

@@ -203,8 +203,19 @@ func WriteFindings(out io.Writer, fs []analysis.Finding) {
 		if ev := evidence(f); ev != "" {
 			fmt.Fprintf(out, "      %s\n", ev)
 		}
+		if out2 := f.Evidence.Output; len(out2) > 0 {
+			shown := out2[max(0, len(out2)-findingOutputLines):]
+			fmt.Fprintf(out, "      its last %d lines (of %d kept):\n", len(shown), len(out2))
+			for _, l := range shown {
+				fmt.Fprintf(out, "        | %s\n", l)
+			}
+		}
 	}
 }
+
+// findingOutputLines is how many of a crash's last output lines the text
+// report prints; the run page and the JSON report have all that were kept.
+const findingOutputLines = 10
 
 // WriteNotifications prints the notifications, one line each, under
 // "notifications:"; nothing when there are none.

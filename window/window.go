@@ -204,6 +204,10 @@ type Window struct {
 	// leaves it out.
 	Partial bool `json:"partial,omitempty"`
 
+	// Events are faults noticed when the window closed (the target or its
+	// database stopped); nil in a window without any.
+	Events []Event `json:"events,omitempty"`
+
 	// Gap is set on a placeholder row for a window that was lost (for example
 	// the one in progress when a worker died). It has no measurements.
 	Gap bool `json:"gap,omitempty"`

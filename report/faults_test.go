@@ -3,10 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -67,5 +69,27 @@ func TestConnectFailuresShown(t *testing.T) {
 	if last.ConnectFailures != 40 || last.RPS != 0 || summary.ConnectFailures != 40 {
 		t.Errorf("json: window connect_failures %d rps %v, summary connect_failures %d; want 40, 0, 40",
 			last.ConnectFailures, last.RPS, summary.ConnectFailures)
+	}
+}
+
+// A crash finding prints its evidence and the target's last lines.
+func TestCrashFindingText(t *testing.T) {
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf("out %d", i))
+	}
+	f := analysis.Finding{Kind: analysis.KindCrash, Severity: analysis.Critical, Incarnation: 1,
+		Summary:  "the target was killed 0:00:35 into the run (window 3), after 11,958 requests served: signal 9 (killed)",
+		Evidence: analysis.Evidence{FirstWindow: 3, LastWindow: 3, Output: lines}}
+	var out bytes.Buffer
+	WriteFindings(&out, []analysis.Finding{f})
+	got := out.String()
+	for _, want := range []string{"critical crash: the target was killed", "its last 10 lines (of 30 kept):", "        | out 20\n", "        | out 29\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("findings text lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "| out 19\n") {
+		t.Errorf("findings text prints more than the last 10 lines:\n%s", got)
 	}
 }

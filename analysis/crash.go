@@ -1,0 +1,123 @@
+package analysis
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// KindCrash: the target stopped during the run (it exited, was killed by a
+// signal or for running out of memory). Always critical.
+const KindCrash = "crash"
+
+// crashLines is how many lines of the target's last output a crash finding keeps.
+const crashLines = 50
+
+// crashes returns one critical finding per time the target stopped in the
+// incarnation, from the window.EventTargetExit events the drive recorded
+// (warm-up windows included: a crash is a crash whenever it happens). A
+// crash needs no minimum of windows, so it is never "insufficient data".
+// runStart is the start of the run's first window, for the time into the run.
+func (inc *incarnation) crashes(runStart time.Time) []Finding {
+	var out []Finding
+	var served int64
+	for _, w := range inc.all {
+		served += answered(w)
+		for _, ev := range w.Events {
+			if ev.Kind != window.EventTargetExit {
+				continue
+			}
+			out = append(out, crashFinding(inc.num, w, ev, served, runStart))
+		}
+	}
+	return out
+}
+
+// answered counts the requests of w that got a response, whatever its status.
+func answered(w *window.Window) int64 {
+	return w.OK + w.Errors.Status4xx + w.Errors.Status5xx + w.Errors.Unexpected
+}
+
+func crashFinding(num int, w *window.Window, ev window.Event, served int64, runStart time.Time) Finding {
+	at := ev.At
+	if at.IsZero() {
+		at = w.End
+	}
+	when := fmt.Sprintf("in window %d", w.Index)
+	if !runStart.IsZero() && !at.IsZero() {
+		when = fmt.Sprintf("%s into the run (window %d)", clockOf(at.Sub(runStart)), w.Index)
+	}
+	f := Finding{
+		Kind:        KindCrash,
+		Severity:    Critical,
+		Incarnation: num,
+		Summary: fmt.Sprintf("the target %s %s, after %s requests served: %s",
+			stoppedVerb(ev), when, fmtCount(float64(served)), howItStopped(ev)),
+		Evidence: Evidence{
+			FirstWindow: w.Index, LastWindow: w.Index,
+			Notes:  map[string]float64{"requests_served": float64(served)},
+			At:     ev.At,
+			Output: lastN(ev.Output, crashLines),
+		},
+	}
+	if ev.ExitCode != nil {
+		f.Evidence.Notes["exit_code"] = float64(*ev.ExitCode)
+	}
+	if ev.Signal != 0 {
+		f.Evidence.Notes["signal"] = float64(ev.Signal)
+	}
+	if ev.OOMKilled {
+		f.Evidence.Notes["oom_killed"] = 1
+	}
+	return f
+}
+
+func stoppedVerb(ev window.Event) string {
+	switch {
+	case ev.OOMKilled, ev.Signal != 0:
+		return "was killed"
+	case ev.ExitCode != nil:
+		return "exited"
+	}
+	return "stopped"
+}
+
+// howItStopped says how in a few words: "signal 9 (killed)", "exit code 2",
+// "killed for running out of memory (kernel log)".
+func howItStopped(ev window.Event) string {
+	var s string
+	switch {
+	case ev.Signal != 0:
+		s = fmt.Sprintf("signal %d (%s)", ev.Signal, syscall.Signal(ev.Signal))
+	case ev.ExitCode != nil:
+		s = fmt.Sprintf("exit code %d", *ev.ExitCode)
+	default:
+		s = "exit status unknown"
+	}
+	if ev.OOMKilled {
+		s = "out of memory, " + s
+		if ev.OOMSource != "" {
+			s += " — " + ev.OOMSource
+		}
+	}
+	return s
+}
+
+func lastN(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// clockOf formats d as h:mm:ss.
+func clockOf(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	h, m, s := int(d/time.Hour), int(d/time.Minute)%60, int(d/time.Second)%60
+	return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+}

@@ -1,0 +1,164 @@
+package analysis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// crashRun is n 10 s windows of 1,000 ok requests each in incarnation inc;
+// events are added by the cases.
+func crashRun(inc, n int, start time.Time) []window.Window {
+	ws := make([]window.Window, n)
+	for i := range ws {
+		ws[i] = window.Window{
+			Incarnation: inc, Index: i,
+			Start: start.Add(time.Duration(i) * 10 * time.Second), End: start.Add(time.Duration(i+1) * 10 * time.Second),
+			Requests: 1000, OK: 1000, RPS: 100, VUs: 4,
+		}
+	}
+	return ws
+}
+
+func TestCrashFinding(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	code := func(c int) *int { return &c }
+	output := make([]string, 80)
+	for i := range output {
+		output[i] = "line " + string(rune('a'+i%26))
+	}
+	tests := []struct {
+		name        string
+		ws          func() []window.Window
+		wantCrashes int
+		want        []string // in the first crash's summary
+		wantWindow  int
+		wantServed  float64
+		wantNotes   map[string]float64
+	}{
+		{
+			name:        "clean run",
+			ws:          func() []window.Window { return crashRun(1, 12, t0) },
+			wantCrashes: 0,
+		},
+		{
+			name: "kill -9 in window 3",
+			ws: func() []window.Window {
+				ws := crashRun(1, 6, t0)
+				// The target died 5 s into window 3: the rest of the
+				// run is refused connections.
+				ws[3].OK, ws[3].Errors = 500, window.Errors{Refused: 20, Reset: 3}
+				ws[3].Requests = 523
+				for i := 4; i < 6; i++ {
+					ws[i].OK, ws[i].Requests, ws[i].Errors, ws[i].ConnectFailures = 0, 8, window.Errors{Refused: 8}, 8
+				}
+				ws[3].Events = []window.Event{{Kind: window.EventTargetExit, At: t0.Add(35 * time.Second), PID: 19419, Signal: 9,
+					Detail: "the target process 19419 exited (signal 9: killed)", Output: output}}
+				return ws
+			},
+			wantCrashes: 1,
+			want:        []string{"was killed", "0:00:35 into the run (window 3)", "3,500 requests served", "signal 9 (killed)"},
+			wantWindow:  3,
+			wantServed:  3500,
+			wantNotes:   map[string]float64{"signal": 9},
+		},
+		{
+			name: "exit code in a warm-up window",
+			ws: func() []window.Window {
+				ws := crashRun(1, 10, t0)
+				ws[0].Events = []window.Event{{Kind: window.EventTargetExit, At: t0.Add(4 * time.Second), ExitCode: code(2)}}
+				return ws
+			},
+			wantCrashes: 1,
+			want:        []string{"exited", "window 0", "exit code 2"},
+			wantWindow:  0,
+			wantServed:  1000,
+			wantNotes:   map[string]float64{"exit_code": 2},
+		},
+		{
+			name: "OOM kill, time unknown",
+			ws: func() []window.Window {
+				ws := crashRun(1, 10, t0)
+				ws[7].Events = []window.Event{{Kind: window.EventTargetExit, Container: "abc", ExitCode: code(137), OOMKilled: true, OOMSource: "container state"}}
+				return ws
+			},
+			wantCrashes: 1,
+			want:        []string{"was killed", "0:01:20 into the run (window 7)", "out of memory", "container state"},
+			wantWindow:  7,
+			wantServed:  8000,
+			wantNotes:   map[string]float64{"exit_code": 137, "oom_killed": 1},
+		},
+		{
+			name: "a database exit is not a target crash",
+			ws: func() []window.Window {
+				ws := crashRun(1, 10, t0)
+				ws[5].Events = []window.Event{{Kind: window.EventDatabaseExit, Signal: 9}}
+				return ws
+			},
+			wantCrashes: 0,
+		},
+		{
+			name: "each incarnation's crash",
+			ws: func() []window.Window {
+				a := crashRun(1, 4, t0)
+				a[2].Events = []window.Event{{Kind: window.EventTargetExit, Signal: 9}}
+				b := crashRun(2, 4, t0.Add(time.Minute))
+				for i := range b {
+					b[i].Index += 4
+				}
+				b[1].Events = []window.Event{{Kind: window.EventTargetExit, Signal: 6}}
+				return append(a, b...)
+			},
+			wantCrashes: 2,
+			want:        []string{"window 2", "signal 9"},
+			wantWindow:  2,
+			wantServed:  3000,
+			wantNotes:   map[string]float64{"signal": 9},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Analyze(tt.ws(), Options{WarmupWindows: 2})
+			var crashes []Finding
+			for _, f := range res.Findings {
+				if f.Kind == KindCrash {
+					crashes = append(crashes, f)
+				}
+			}
+			if len(crashes) != tt.wantCrashes {
+				t.Fatalf("%d crash findings, want %d: %+v", len(crashes), tt.wantCrashes, res.Findings)
+			}
+			if tt.wantCrashes == 0 {
+				return
+			}
+			f := crashes[0]
+			if f.Severity != Critical || res.Findings[0].Kind != KindCrash {
+				t.Errorf("severity %s, first finding %s; want critical and the crash first", f.Severity, res.Findings[0].Kind)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(f.Summary, w) {
+					t.Errorf("summary %q lacks %q", f.Summary, w)
+				}
+			}
+			if f.Evidence.FirstWindow != tt.wantWindow || f.Evidence.LastWindow != tt.wantWindow {
+				t.Errorf("windows %d-%d, want %d", f.Evidence.FirstWindow, f.Evidence.LastWindow, tt.wantWindow)
+			}
+			if got := f.Evidence.Notes["requests_served"]; got != tt.wantServed {
+				t.Errorf("requests served %v, want %v", got, tt.wantServed)
+			}
+			for k, v := range tt.wantNotes {
+				if f.Evidence.Notes[k] != v {
+					t.Errorf("note %s = %v, want %v", k, f.Evidence.Notes[k], v)
+				}
+			}
+			if len(f.Evidence.Output) > crashLines {
+				t.Errorf("%d output lines kept, want at most %d", len(f.Evidence.Output), crashLines)
+			}
+			if tt.name == "kill -9 in window 3" && (len(f.Evidence.Output) != crashLines || f.Evidence.Output[crashLines-1] != output[79]) {
+				t.Errorf("output: %d lines ending %q; want the last %d ending %q", len(f.Evidence.Output), f.Evidence.Output[len(f.Evidence.Output)-1], crashLines, output[79])
+			}
+		})
+	}
+}
