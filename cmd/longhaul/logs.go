@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
+
+	"github.com/longhaul-dev/longhaul/report"
 )
 
 // temporalLogFile is where, under the data directory, the Temporal SDK's and
@@ -27,6 +29,10 @@ type logs struct {
 	temporal *slog.Logger
 	path     string // the Temporal log file
 	file     *os.File
+	ownFile  *os.File
+	// lines renders own's warnings on the terminal; SetProgress keeps a
+	// progress bar intact around them.
+	lines *report.WarningLines
 }
 
 // verboseFlag registers --verbose.
@@ -57,8 +63,31 @@ func (a *app) openLogs(dataDir string, verbose bool) (*logs, error) {
 	if verbose {
 		temporal = slog.NewMultiHandler(temporal, slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: fileLevel}))
 	}
-	return &logs{own: a.logger(), temporal: slog.New(temporal), path: path, file: f}, nil
+	// longhaul's own records: readable lines on the terminal (warnings
+	// and errors), every record structured in DATA/longhaul.log.
+	ownPath := filepath.Join(dataDir, ownLogFile)
+	if fi, err := os.Stat(ownPath); err == nil && fi.Size() > maxTemporalLog {
+		_ = os.Rename(ownPath, ownPath+".1")
+	}
+	of, err := os.OpenFile(ownPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open the log: %w", err)
+	}
+	termLevel := slog.LevelWarn
+	if debug {
+		termLevel = slog.LevelDebug
+	}
+	lines := report.NewWarningLines(a.stderr, termLevel, slog.NewTextHandler(of, &slog.HandlerOptions{Level: fileLevel}))
+	return &logs{own: slog.New(lines), lines: lines, temporal: slog.New(temporal), path: path, file: f, ownFile: of}, nil
 }
 
-// Close closes the log file.
-func (l *logs) Close() { l.file.Close() }
+// ownLogFile is where, under the data directory, longhaul's own structured
+// log records go (the terminal shows warnings as readable lines).
+const ownLogFile = "longhaul.log"
+
+// Close closes the log files.
+func (l *logs) Close() {
+	l.file.Close()
+	l.ownFile.Close()
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -471,6 +473,17 @@ func TestSoakSurvivesDevRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkWindows(t, ws, 12)
+	// A target that never stopped has no crash finding (the dev server
+	// restarting is not the target crashing).
+	fs, err := st.Findings(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if f.Kind == analysis.KindCrash {
+			t.Errorf("crash finding on a run whose target never stopped: %s", f.Summary)
+		}
+	}
 	waitGone(t, targetPID(t, run))
 }
 
@@ -540,6 +553,51 @@ func TestSoakTargetDies(t *testing.T) {
 	}
 	if len(ws) >= 30 {
 		t.Errorf("%d windows: the run went on after the target died", len(ws))
+	}
+	// The crash is a finding: when, how (signal 9), what it printed last.
+	// The window it was noticed in holds the event; connects refused after
+	// it are not throughput.
+	var crashed *window.Window
+	for i := range ws {
+		if len(ws[i].Events) > 0 {
+			crashed = &ws[i]
+		}
+	}
+	if crashed == nil || crashed.Events[0].Kind != window.EventTargetExit || crashed.Events[0].Signal != 9 {
+		t.Errorf("no window holds the target's exit by signal 9: %+v", crashed)
+	} else {
+		for _, w := range ws {
+			if w.Index > crashed.Index && (w.RPS > 0 || w.ConnectFailures == 0) {
+				t.Errorf("window %d after the crash: rps %.1f, %d connect failures; want 0 and > 0", w.Index, w.RPS, w.ConnectFailures)
+			}
+		}
+	}
+	fs, err := st.Findings(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crash *analysis.Finding
+	for i := range fs {
+		if fs[i].Kind == analysis.KindCrash {
+			crash = &fs[i]
+		}
+	}
+	if crash == nil {
+		t.Fatalf("no crash finding; findings: %+v", fs)
+	}
+	if crash.Severity != analysis.Critical || !strings.Contains(crash.Summary, "signal 9 (killed)") || crash.Evidence.Notes["requests_served"] <= 0 {
+		t.Errorf("crash finding %s %q (notes %v), want critical, signal 9, requests served", crash.Severity, crash.Summary, crash.Evidence.Notes)
+	}
+	if !slices.ContainsFunc(crash.Evidence.Output, func(l string) bool { return strings.Contains(l, "listening") }) {
+		t.Errorf("crash finding's output %q lacks the target's start-up line", crash.Evidence.Output)
+	}
+	// The terminal says it in one readable line, no raw log records.
+	stderr := r.stderr.String()
+	if want := fmt.Sprintf("the target process %d exited (signal 9: killed)", pid); !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	if strings.Contains(stderr, "level=WARN") || strings.Contains(stderr, "time=") {
+		t.Errorf("raw log records on the terminal:\n%s", stderr)
 	}
 	rep := reportLine(t, r.stdout.String())
 	if rep.Status != store.Failed || !strings.Contains(rep.Reason, "target stopped answering") {

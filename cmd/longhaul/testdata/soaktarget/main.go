@@ -28,5 +28,7 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	})
+	// A start-up line: the fault tests find it in the output a crash keeps.
+	log.Printf("soaktarget: listening on %s", *addr)
 	log.Fatal(http.ListenAndServe(*addr, nil))
 }

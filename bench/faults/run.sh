@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# bench/faults/run.sh — the fault matrix, measured: each row soaks the
+# e2e target (cmd/longhaul/testdata/soaktarget) on the local provider with
+# 1 s windows, injects one fault, and prints what the user saw.
+#
+#   bench/faults/run.sh [rows...]     rows: kill9 hang (default: all)
+#
+# Columns: fault, when (s into the run), what the terminal said (the first
+# longhaul line about it), windows lost (gap rows), run outcome, findings,
+# connect failures per second once the target was gone, time to recover
+# (from the end of the fault to the first window with answered requests).
+# Needs: go, jq. Writes only under a temporary directory.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROWS=${*:-"kill9 hang"}
+WORK=$(mktemp -d /tmp/longhaul-faults.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+go build -o "$WORK/longhaul" ./cmd/longhaul
+go build -o "$WORK/soaktarget" ./cmd/longhaul/testdata/soaktarget
+
+DURATION=${DURATION:-24}   # seconds per row
+FAULT_AT=${FAULT_AT:-8}    # seconds after the first window
+HANG=${HANG:-10}           # seconds the target is stopped (SIGSTOP) in the hang row
+
+scenario() {
+  cat >"$WORK/$1.yaml" <<YAML
+name: faults-$1
+load: {vus: 4, duration: ${DURATION}s, window: 1s, timeout: 2s}
+environment:
+  provider: local
+  target:
+    command: ["$WORK/soaktarget"]
+    health: /health
+    health_timeout: 20s
+ops:
+  - name: get
+    weight: 1
+    request: {method: GET, path: /items}
+YAML
+}
+
+# target_pid DATA: the local environment's target PID, once provisioned.
+target_pid() {
+  local f
+  for _ in $(seq 300); do
+    f=$(ls "$1"/provision/*/environment.json 2>/dev/null | head -1 || true)
+    if [ -n "$f" ]; then
+      pid=$(jq -r '.Target.PID // .target.pid // empty' "$f" 2>/dev/null || true)
+      if [ -n "$pid" ] && [ "$pid" != 0 ]; then echo "$pid"; return; fi
+    fi
+    sleep 0.1
+  done
+  echo "no target pid" >&2; exit 1
+}
+
+row() {
+  local name=$1 data="$WORK/data-$1"
+  scenario "$name"
+  mkdir -p "$data"
+  "$WORK/longhaul" run "$WORK/$name.yaml" --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  local lh=$!
+  local pid; pid=$(target_pid "$data")
+  # the first window of the run
+  for _ in $(seq 600); do grep -q '"index":0' "$WORK/$name.ndjson" 2>/dev/null && break; sleep 0.1; done
+  local t0; t0=$(date +%s.%N)
+  sleep "$FAULT_AT"
+  local at; at=$(date +%s.%N)
+  local fault_end
+  case $name in
+    kill9) kill -9 "$pid"; fault_end=$at ;;
+    hang)  kill -STOP "$pid"; sleep "$HANG"; kill -CONT "$pid"; fault_end=$(date +%s.%N) ;;
+  esac
+  local rc=0; wait "$lh" || rc=$?
+  local said; said=$(grep -m1 -E 'window [0-9]+: ' "$WORK/$name.err" || echo "(nothing)")
+  local rep; rep=$(grep '"type":"report"' "$WORK/$name.ndjson" | tail -1)
+  local status gaps findings
+  status=$(jq -r '.status' <<<"$rep")
+  gaps=$(jq -r '.gaps // 0' <<<"$rep")
+  findings=$(jq -r '[.findings[] | select(.severity != "info") | "\(.severity) \(.kind)"] | join(", ") | if . == "" then "none" else . end' <<<"$rep")
+  # connect failures per second in the windows after the fault; recovery:
+  # the first window ending after fault_end with answered requests
+  local cfps recover
+  cfps=$(jq -s --arg at "$at" '[.[] | select(.index != null and .connect_failures != null) | .connect_failures] | if length == 0 then 0 else (add / length) end' "$WORK/$name.ndjson")
+  recover=$(jq -s -r --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) > $fe and (.requests - (.connect_failures // 0) - (.errors.timeout // 0)) > 0) | ((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $fe)] | if length == 0 then "never (run ended)" else "≤ \(.[0] | floor + 1) s" end' "$WORK/$name.ndjson")
+  printf '| %s | %.0f s | %s | %s | %s (exit %s) | %s | %.1f | %s |\n' \
+    "$name" "$(echo "$at - $t0" | bc)" "$said" "$gaps" "$status" "$rc" "$findings" "$cfps" "$recover"
+}
+
+echo "| fault | when | what the terminal said | windows lost | outcome | findings (warning+) | connect failures/s after | time to recover |"
+echo "|---|---|---|---|---|---|---|---|"
+for r in $ROWS; do row "$r"; done
