@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -53,8 +52,8 @@ func crashFinding(num int, w *window.Window, ev window.Event, served int64, runS
 		Kind:        KindCrash,
 		Severity:    Critical,
 		Incarnation: num,
-		Summary: fmt.Sprintf("the target %s %s, after %s requests served: %s",
-			stoppedVerb(ev), when, fmtCount(float64(served)), howItStopped(ev)),
+		Summary: fmt.Sprintf("the target %s %s, after %s requests served (%s)",
+			stoppedVerb(ev), when, fmtCount(float64(served)), ev.How()),
 		Evidence: Evidence{
 			FirstWindow: w.Index, LastWindow: w.Index,
 			Notes:  map[string]float64{"requests_served": float64(served)},
@@ -82,27 +81,6 @@ func stoppedVerb(ev window.Event) string {
 		return "exited"
 	}
 	return "stopped"
-}
-
-// howItStopped says how in a few words: "signal 9 (killed)", "exit code 2",
-// "killed for running out of memory (kernel log)".
-func howItStopped(ev window.Event) string {
-	var s string
-	switch {
-	case ev.Signal != 0:
-		s = fmt.Sprintf("signal %d (%s)", ev.Signal, syscall.Signal(ev.Signal))
-	case ev.ExitCode != nil:
-		s = fmt.Sprintf("exit code %d", *ev.ExitCode)
-	default:
-		s = "exit status unknown"
-	}
-	if ev.OOMKilled {
-		s = "out of memory, " + s
-		if ev.OOMSource != "" {
-			s += " — " + ev.OOMSource
-		}
-	}
-	return s
 }
 
 func lastN(lines []string, n int) []string {

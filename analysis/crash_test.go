@@ -59,7 +59,7 @@ func TestCrashFinding(t *testing.T) {
 				return ws
 			},
 			wantCrashes: 1,
-			want:        []string{"was killed", "0:00:35 into the run (window 3)", "3,500 requests served", "signal 9 (killed)"},
+			want:        []string{"was killed", "0:00:35 into the run (window 3)", "3,500 requests served", "signal 9: killed"},
 			wantWindow:  3,
 			wantServed:  3500,
 			wantNotes:   map[string]float64{"signal": 9},
@@ -85,7 +85,7 @@ func TestCrashFinding(t *testing.T) {
 				return ws
 			},
 			wantCrashes: 1,
-			want:        []string{"was killed", "0:01:20 into the run (window 7)", "out of memory", "container state"},
+			want:        []string{"was killed", "0:01:20 into the run (window 7)", "exit code 137, out of memory (container state)"},
 			wantWindow:  7,
 			wantServed:  8000,
 			wantNotes:   map[string]float64{"exit_code": 137, "oom_killed": 1},

@@ -106,19 +106,10 @@ func processExit(kind, what string, pid int, logPath string) window.Event {
 
 // exitDetail says how it ended in a few words: "exited (signal 9: killed)".
 func exitDetail(ev window.Event) string {
-	var s string
-	switch {
-	case ev.Signal != 0:
-		s = fmt.Sprintf("exited (signal %d: %s)", ev.Signal, syscall.Signal(ev.Signal))
-	case ev.ExitCode != nil:
-		s = fmt.Sprintf("exited (code %d)", *ev.ExitCode)
-	default:
-		s = "is not running (exit status unknown: it was not this worker's child)"
+	if ev.Signal == 0 && ev.ExitCode == nil {
+		return "is not running (" + ev.How() + ": it was not this worker's child)"
 	}
-	if ev.OOMKilled {
-		s += ", killed for running out of memory (" + ev.OOMSource + ")"
-	}
-	return s
+	return "exited (" + ev.How() + ")"
 }
 
 // oomKilled reports whether the kernel log says the OOM killer killed pid.

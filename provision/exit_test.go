@@ -24,7 +24,7 @@ func TestLocalCheckSaysHowTheTargetStopped(t *testing.T) {
 		wantDetail string
 	}{
 		{"kill -9", syscall.SIGKILL, 9, "exited (signal 9: killed)"},
-		{"SIGTERM, exits 0", syscall.SIGTERM, 0, "exited (code 0)"},
+		{"SIGTERM, exits 0", syscall.SIGTERM, 0, "exited (exit code 0)"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

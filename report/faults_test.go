@@ -79,7 +79,7 @@ func TestCrashFindingText(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("out %d", i))
 	}
 	f := analysis.Finding{Kind: analysis.KindCrash, Severity: analysis.Critical, Incarnation: 1,
-		Summary:  "the target was killed 0:00:35 into the run (window 3), after 11,958 requests served: signal 9 (killed)",
+		Summary:  "the target was killed 0:00:35 into the run (window 3), after 11,958 requests served (signal 9: killed)",
 		Evidence: analysis.Evidence{FirstWindow: 3, LastWindow: 3, Output: lines}}
 	var out bytes.Buffer
 	WriteFindings(&out, []analysis.Finding{f})

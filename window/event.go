@@ -1,6 +1,10 @@
 package window
 
-import "time"
+import (
+	"fmt"
+	"syscall"
+	"time"
+)
 
 // Event kinds.
 const (
@@ -36,4 +40,26 @@ type Event struct {
 	// Output holds the last lines it printed (stdout and stderr), secrets
 	// masked; oldest first.
 	Output []string `json:"output,omitempty"`
+}
+
+// How says in a few words how it stopped: "signal 9: killed", "exit code 2"
+// or "exit status unknown", followed by ", out of memory (kernel log)" when
+// it was killed for running out of memory.
+func (e Event) How() string {
+	var s string
+	switch {
+	case e.Signal != 0:
+		s = fmt.Sprintf("signal %d: %s", e.Signal, syscall.Signal(e.Signal))
+	case e.ExitCode != nil:
+		s = fmt.Sprintf("exit code %d", *e.ExitCode)
+	default:
+		s = "exit status unknown"
+	}
+	if e.OOMKilled {
+		s += ", out of memory"
+		if e.OOMSource != "" {
+			s += " (" + e.OOMSource + ")"
+		}
+	}
+	return s
 }

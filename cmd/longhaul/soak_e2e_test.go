@@ -585,7 +585,7 @@ func TestSoakTargetDies(t *testing.T) {
 	if crash == nil {
 		t.Fatalf("no crash finding; findings: %+v", fs)
 	}
-	if crash.Severity != analysis.Critical || !strings.Contains(crash.Summary, "signal 9 (killed)") || crash.Evidence.Notes["requests_served"] <= 0 {
+	if crash.Severity != analysis.Critical || !strings.Contains(crash.Summary, "(signal 9: killed)") || crash.Evidence.Notes["requests_served"] <= 0 {
 		t.Errorf("crash finding %s %q (notes %v), want critical, signal 9, requests served", crash.Severity, crash.Summary, crash.Evidence.Notes)
 	}
 	if !slices.ContainsFunc(crash.Evidence.Output, func(l string) bool { return strings.Contains(l, "listening") }) {
