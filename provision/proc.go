@@ -276,7 +276,15 @@ func removeOwnedDir(dir, envID string) error {
 	if strings.TrimSpace(string(b)) != envID {
 		return errors.New("refusing to remove " + dir + ": it belongs to environment " + strings.TrimSpace(string(b)))
 	}
-	return os.RemoveAll(dir)
+	// A reaper may write its exit file while the tree is removed (the
+	// process it reaped was just stopped by teardown): remove again.
+	for range 10 {
+		if err = os.RemoveAll(dir); !errors.Is(err, syscall.ENOTEMPTY) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
 
 // dirMarkerFile names the environment a directory belongs to.
