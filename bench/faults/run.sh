@@ -15,7 +15,13 @@ cd "$(dirname "$0")/../.."
 ROWS=${*:-"kill9 hang"}
 WORK=$(mktemp -d /tmp/longhaul-faults.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-go build -o "$WORK/longhaul" ./cmd/longhaul
+# LONGHAUL_BIN: an already built longhaul (saves a link of the whole
+# binary on a busy machine); default: build one.
+if [ -n "${LONGHAUL_BIN:-}" ]; then
+  ln -s "$LONGHAUL_BIN" "$WORK/longhaul"
+else
+  go build -o "$WORK/longhaul" ./cmd/longhaul
+fi
 go build -o "$WORK/soaktarget" ./cmd/longhaul/testdata/soaktarget
 
 DURATION=${DURATION:-24}   # seconds per row
