@@ -88,10 +88,14 @@ row() {
   local cfps recover
   cfps=$(jq -s --arg at "$at" '[.[] | select(.index != null and .connect_failures != null) | .connect_failures] | if length == 0 then 0 else (add / length) end' "$WORK/$name.ndjson")
   recover=$(jq -s -r --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) > $fe and (.requests - (.connect_failures // 0) - (.errors.timeout // 0)) > 0) | ((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $fe)] | if length == 0 then "never (run ended)" else "≤ \(.[0] | floor + 1) s" end' "$WORK/$name.ndjson")
-  printf '| %s | %.0f s | %s | %s | %s (exit %s) | %s | %.1f | %s |\n' \
-    "$name" "$(echo "$at - $t0" | bc)" "$said" "$gaps" "$status" "$rc" "$findings" "$cfps" "$recover"
+  [ "$name" = kill9 ] && recover="— (no restart: the run ends)"
+  # the errors of the windows that overlap the fault, by class
+  local errs
+  errs=$(jq -s -r --argjson at "$at" --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) >= $at and (.start | sub("\\.[0-9]+Z$"; "Z") | fromdate) <= $fe + 1) | .errors | to_entries[] | select(.value > 0)] | group_by(.key) | map("\(.[0].key):\(map(.value) | add)") | join(" ") | if . == "" then "none" else . end' "$WORK/$name.ndjson")
+  printf '| %s | %.0f s | %s | %s | %s | %s (exit %s) | %s | %.1f | %s |\n' \
+    "$name" "$(echo "$at - $t0" | bc)" "$said" "$errs" "$gaps" "$status" "$rc" "$findings" "$cfps" "$recover"
 }
 
-echo "| fault | when | what the terminal said | windows lost | outcome | findings (warning+) | connect failures/s after | time to recover |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| fault | when | what the terminal said | errors in the fault's windows | windows lost | outcome | findings (warning+) | connect failures per 1 s window after | time to recover |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for r in $ROWS; do row "$r"; done
