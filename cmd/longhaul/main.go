@@ -113,6 +113,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.exportCmd(),
 		a.scheduleCmd(),
 		a.historyCmd(),
+		a.versionCmd(),
 	)
 	return root
 }
