@@ -18,7 +18,7 @@ OUT=${OUT:-docs/images/run-page.png}
 DURATION=${DURATION:-60s}
 WINDOW=${WINDOW:-2s}
 LEAK_BYTES=${LEAK_BYTES:-4096}
-SIZE=${SIZE:-1200,1500}   # the browser window: the page's top with the finding and the first charts
+SIZE=${SIZE:-1200,1760}   # the browser window: the findings and the charts down to the memory chart
 
 chromium=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 [ -n "$chromium" ] || { echo "screenshot-run-page: no chromium on PATH (apt-get install chromium)" >&2; exit 2; }
