@@ -511,7 +511,7 @@ func (v Verdict) line() string {
 	}
 	fmt.Fprintf(&b, ", median %s", signedPct(v.MedianRatio-1))
 	if v.CI[0] > 0 {
-		fmt.Fprintf(&b, ", 95 %% CI [%s, %s]", signedPct(v.CI[0]-1), signedPct(v.CI[1]-1))
+		fmt.Fprintf(&b, ", 95 %% CI [%s]", ciText(v.CI, ", "))
 	}
 	fmt.Fprintf(&b, " → %s", v.Outcome)
 	if v.Reason != "" {

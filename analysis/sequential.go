@@ -377,7 +377,7 @@ func ProgressLine(v Verdict) string {
 	b.WriteString(MetricLabel(v.Metric))
 	b.WriteString(": ")
 	if v.CI[0] > 0 {
-		fmt.Fprintf(&b, "%s … %s, ", signedPct(v.CI[0]-1), signedPct(v.CI[1]-1))
+		fmt.Fprintf(&b, "%s, ", ciText(v.CI, " … "))
 	} else if v.Pairs > 0 {
 		fmt.Fprintf(&b, "%s so far (no interval yet), ", signedPct(v.Ratio-1))
 	}
@@ -411,4 +411,22 @@ func (s Sequential) Progress() []string {
 		out = append(out, "undecided: "+strings.Join(labels, ", "))
 	}
 	return out
+}
+
+// unboundedCI is where an interval stops being worth printing: a bound
+// beyond ×10 or ÷10 (the first looks of a sequential comparison at 2–3
+// degrees of freedom and a tiny nominal level give bounds like +10⁶ %).
+const unboundedCI = 10
+
+// ciText is an interval of ratios as signed percentages joined by sep, a
+// bound beyond ×10 or ÷10 as "≤ −90 %" or "≥ +900 %".
+func ciText(ci [2]float64, sep string) string {
+	lo, hi := signedPct(ci[0]-1), signedPct(ci[1]-1)
+	if ci[0] < 1.0/unboundedCI {
+		lo = "≤ " + signedPct(1.0/unboundedCI-1)
+	}
+	if ci[1] > unboundedCI {
+		hi = "≥ " + signedPct(unboundedCI-1)
+	}
+	return lo + sep + hi
 }

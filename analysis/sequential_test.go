@@ -233,3 +233,10 @@ func TestCompareSequentialSpendRest(t *testing.T) {
 		t.Errorf("interval width (log) %.3f with the rest spent, %.3f without", rest, look)
 	}
 }
+
+func TestProgressLineUnbounded(t *testing.T) {
+	v := Verdict{Metric: MetricP99Ms, Primary: true, Outcome: Inconclusive, CI: [2]float64{1e-9, 5e8}, Pairs: 3, Floor: 0.03}
+	if got, want := ProgressLine(v), "p99: ≤ −90 % … ≥ +900 %, still spans the 3 % floor"; got != want {
+		t.Errorf("ProgressLine = %q, want %q", got, want)
+	}
+}
