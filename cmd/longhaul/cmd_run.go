@@ -99,6 +99,9 @@ input, 3 completed but the gate failed.`,
 
 // soakPlan is a validated longhaul run invocation.
 type soakPlan struct {
+	// lines renders longhaul's warnings on the terminal; follow keeps its
+	// progress bar intact around them.
+	lines    *report.WarningLines
 	scenario *scenarios.Scenario
 	source   []byte
 	// dir is the scenario file's absolute directory: the worker resolves the
@@ -240,6 +243,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	}
 	defer lg.Close()
 	p.logPath = lg.path
+	p.lines = lg.lines
 
 	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, lg)
 	if err != nil {
@@ -343,6 +347,10 @@ func (a *app) follow(ctx context.Context, c client.Client, st store.Store, wr cl
 	var progress *report.Progress
 	if p.format == report.Text {
 		progress = report.NewProgress(a.stderr, time.Now(), p.duration)
+	}
+	if p.lines != nil {
+		p.lines.SetProgress(progress)
+		defer p.lines.SetProgress(nil)
 	}
 	out, err := report.NewWindowWriter(p.format, a.stdout, report.TextOptions{Progress: progress})
 	if err != nil {
