@@ -32,6 +32,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# first_match FILE SED_EXPR prints the first line the sed expression prints
+# from FILE, waiting up to 10 s for a process to write it; fails after that.
+first_match() {
+	local got
+	for _ in $(seq 100); do
+		got=$(sed -n "$2" "$1" | head -1)
+		[ -n "$got" ] && { echo "$got"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
 echo "== build"
 go build -o "$tmp/longhaul" ./cmd/longhaul
 go build -o "$tmp/demo-target" ./examples/demo-target
@@ -39,13 +51,8 @@ go build -o "$tmp/demo-target" ./examples/demo-target
 echo "== the demo target, leaking $LEAK_BYTES bytes per request"
 PORT=0 DEMO_SQLITE="$tmp/demo.db" DEMO_LEAK_BYTES="$LEAK_BYTES" "$tmp/demo-target" 2>"$tmp/target.log" &
 pids+=($!)
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/.*"msg":"listening","addr":"[^"]*:\([0-9][0-9]*\)".*/\1/p' "$tmp/target.log" | head -1)
-	[ -n "$port" ] && break
-	sleep 0.1
-done
-[ -n "$port" ] || { cat "$tmp/target.log" >&2; echo "screenshot-run-page: the demo target did not start" >&2; exit 1; }
+port=$(first_match "$tmp/target.log" 's/.*"msg":"listening","addr":"[^"]*:\([0-9][0-9]*\)".*/\1/p') ||
+	{ cat "$tmp/target.log" >&2; echo "screenshot-run-page: the demo target did not start" >&2; exit 1; }
 
 # The quick start's scenario (README.md), with the demo's sign-up and login so
 # that writes are authorised, and its heap probe: the target's own
@@ -76,13 +83,8 @@ run_id=$("$tmp/longhaul" runs --data "$tmp/data" --format json | sed -n '1s/^{"i
 echo "== longhaul ui"
 "$tmp/longhaul" ui --data "$tmp/data" --addr 127.0.0.1:0 >"$tmp/ui.log" 2>&1 &
 pids+=($!)
-url=
-for _ in $(seq 100); do
-	url=$(sed -n 's/^longhaul UI at \(http[^ ]*\) .*/\1/p' "$tmp/ui.log" | head -1)
-	[ -n "$url" ] && break
-	sleep 0.1
-done
-[ -n "$url" ] || { cat "$tmp/ui.log" >&2; echo "screenshot-run-page: longhaul ui did not start" >&2; exit 1; }
+url=$(first_match "$tmp/ui.log" 's/^longhaul UI at \(http[^ ]*\) .*/\1/p') ||
+	{ cat "$tmp/ui.log" >&2; echo "screenshot-run-page: longhaul ui did not start" >&2; exit 1; }
 url=${url%/}/runs/$run_id
 
 echo "== screenshot of $url"
