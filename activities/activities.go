@@ -197,6 +197,9 @@ type DriveRequest struct {
 	// FirstIndex is the index of the first window to emit.
 	FirstIndex int
 	TargetURL  string
+	// EnvDir is the environment's own directory on this host, where a
+	// provisioned https target's certificate is (scenarios.DriverTLS).
+	EnvDir string
 	// Dial, when set, opens the driver's connections (inside the target
 	// container's network namespace, where TargetURL is its loopback).
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)

@@ -26,6 +26,7 @@ import (
 // (an equivalence check).
 type RecordRequest struct {
 	TargetURL string
+	EnvDir    string // as in DriveRequest
 	Scenario  *scenarios.Scenario
 	Seed      uint64
 	Requests  int
@@ -388,7 +389,7 @@ func (a *Activities) recordSide(ctx context.Context, c store.Comparison, s *scen
 		finish(store.Failed, err.Error())
 		return nil, fmt.Errorf("equivalence side %s: target URL %q: %w", side, env.TargetURL, err)
 	}
-	xs, err := a.Recorder.Record(ctx, RecordRequest{TargetURL: env.TargetURL, Scenario: s, Seed: in.Seed, Requests: in.Requests})
+	xs, err := a.Recorder.Record(ctx, RecordRequest{TargetURL: env.TargetURL, EnvDir: env.EnvDir, Scenario: s, Seed: in.Seed, Requests: in.Requests})
 	if err != nil {
 		finish(store.Failed, err.Error())
 		if errors.Is(err, ErrBadInput) {

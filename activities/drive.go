@@ -230,7 +230,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	log.Info("driving", "first", first, "total", in.Total, "target", route.URL, "in_namespace", route.inNamespace())
 	err = a.Driver.Drive(driveCtx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
-		TargetURL: route.URL, Dial: route.Dial, Scenario: s, Logger: log, Seed: driveSeed(in.Seed, first),
+		TargetURL: route.URL, EnvDir: in.Env.EnvDir, Dial: route.Dial, Scenario: s, Logger: log, Seed: driveSeed(in.Seed, first),
 		Metrics: push.Metrics(),
 	}, sink)
 	var tf errTargetFailed

@@ -46,7 +46,8 @@ func (d LoadDriver) Record(ctx context.Context, req RecordRequest) ([]equivalenc
 	if err != nil {
 		return nil, fmt.Errorf("%w: target URL %q: %v", ErrBadInput, req.TargetURL, err)
 	}
-	xs, err := driver.Record(ctx, driver.RecordOptions{Target: u, Plan: plan, Seed: req.Seed, Requests: req.Requests})
+	xs, err := driver.Record(ctx, driver.RecordOptions{Target: u, Plan: plan, Seed: req.Seed, Requests: req.Requests,
+		Protocol: req.Scenario.Environment.Protocol, TLS: req.Scenario.Environment.DriverTLS(req.EnvDir)})
 	if errors.Is(err, driver.ErrInvalid) {
 		return xs, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
@@ -65,6 +66,7 @@ func (d LoadDriver) Drive(ctx context.Context, req DriveRequest, sink func(windo
 	}
 	opts := driver.Options{
 		Target: u, Plan: plan, Load: req.Scenario.Load,
+		Protocol: req.Scenario.Environment.Protocol, TLS: req.Scenario.Environment.DriverTLS(req.EnvDir),
 		RunID: req.RunID, Incarnation: req.Incarnation, FirstIndex: req.FirstIndex,
 		Metrics: d.Metrics, Logger: req.Logger, Seed: req.Seed,
 	}

@@ -3,9 +3,11 @@ package driver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"syscall"
@@ -42,17 +44,26 @@ type endpoint struct {
 	basePath []byte // target URL path without a trailing slash ("" or "/api")
 	dialer   net.Dialer
 	custom   Dialer // Options.Dialer; nil: dialer
+
+	// https targets (see tls.go): the run's TLS client settings, cloned per
+	// VU with a session cache of its own, and the handshakes' recorder.
+	tls   *tls.Config
+	hs    *tlsStats
+	proto string // scenarios.ProtocolH1 (""), ProtocolH2, ProtocolH2C
+	url   *url.URL
 }
 
 // httpConn is one keep-alive HTTP/1.1 connection, owned by one VU and never
 // used concurrently. It is a deliberately small client: one write per
 // request, a reused read buffer, Content-Length, chunked and
-// read-until-close bodies, no pipelining, no TLS. Measured against
+// read-until-close bodies, no pipelining; TLS through crypto/tls over the
+// same raw socket I/O (tls.go). Measured against
 // net/http and fasthttp in bench/driver/RESULTS.md.
 //
 // Stop may be called from another goroutine to abort the exchange in flight.
 type httpConn struct {
 	ep   *endpoint
+	tls  *tls.Config // per VU (session resumption); nil for http
 	conn net.Conn
 	rd   io.Reader // sock, or a test reader
 	wr   io.Writer // sock
@@ -70,7 +81,7 @@ type httpConn struct {
 }
 
 func newHTTPConn(ep *endpoint) *httpConn {
-	return &httpConn{ep: ep, wbuf: make([]byte, 0, 512), rbuf: make([]byte, initialReadBytes)}
+	return &httpConn{ep: ep, tls: ep.vuTLS(), wbuf: make([]byte, 0, 512), rbuf: make([]byte, initialReadBytes)}
 }
 
 // do sends req and reads the response. On success it returns the status, the
@@ -132,6 +143,14 @@ func (h *httpConn) dial(deadline time.Time) window.Class {
 			return window.Other
 		}
 		h.rd, h.wr = sock, sock
+	}
+	if h.tls != nil {
+		tc, err := h.ep.handshake(withIO(c, h.rd, h.wr), h.tls, deadline)
+		if err != nil {
+			h.conn, h.rd, h.wr = nil, nil, nil
+			return classify(err)
+		}
+		h.conn, h.rd, h.wr = tc, tc, tc
 	}
 	h.reused = false
 	h.r, h.w = 0, 0
@@ -452,7 +471,7 @@ func classify(err error) window.Class {
 	switch {
 	case err == nil:
 		return window.OK
-	case errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return window.Timeout
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return window.Refused

@@ -89,10 +89,16 @@ var ErrUnreachable = errors.New("target unreachable")
 // Options configure one Run. Target, Plan and Load.Window are required.
 type Options struct {
 	// Target is the base URL; request paths are appended to its path. Only
-	// http URLs on loopback addresses (127.0.0.0/8, ::1, localhost) are
-	// accepted.
+	// http and https URLs on loopback addresses (127.0.0.0/8, ::1,
+	// localhost) are accepted.
 	Target *url.URL
-	Plan   *scenarios.Plan
+	// Protocol is scenarios.ProtocolH1 ("" too), ProtocolH2 (https only)
+	// or ProtocolH2C (http only); see docs/protocols.md.
+	Protocol string
+	// TLS configures the client of an https Target (nil: the system's
+	// roots, the URL's host as server name).
+	TLS  *scenarios.TLS
+	Plan *scenarios.Plan
 	// Load is the effective load (the caller applies flag overrides). A zero
 	// Duration runs until ctx is cancelled; a zero Timeout means
 	// DefaultTimeout. Warmup is not acted on here: warm-up windows are
@@ -210,8 +216,8 @@ func newEndpoint(ctx context.Context, u *url.URL) (*endpoint, error) {
 	if u == nil {
 		return nil, invalidf("no target URL")
 	}
-	if u.Scheme != "http" {
-		return nil, invalidf("target %s: only http:// targets are supported", u.Redacted())
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, invalidf("target %s: only http:// and https:// targets are supported", u.Redacted())
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, invalidf("target %s: the base URL must not have a query or fragment", u.Redacted())
@@ -222,6 +228,9 @@ func newEndpoint(ctx context.Context, u *url.URL) (*endpoint, error) {
 	}
 	if port == "" {
 		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
 	}
 	var ip net.IP
 	if strings.EqualFold(host, "localhost") {
@@ -240,7 +249,7 @@ func newEndpoint(ctx context.Context, u *url.URL) (*endpoint, error) {
 	} else if ip = net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		return nil, invalidf("target %s is not a loopback address: load is only sent to 127.0.0.0/8, ::1 or localhost", u.Redacted())
 	}
-	ep := &endpoint{addr: net.JoinHostPort(ip.String(), port)}
+	ep := &endpoint{addr: net.JoinHostPort(ip.String(), port), url: u}
 	hostHeader := u.Host
 	ep.host = []byte("Host: " + hostHeader + "\r\n")
 	if p := u.EscapedPath(); p != "/" {
@@ -320,6 +329,9 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 		return nil, err
 	}
 	ep.custom = opts.Dialer
+	if err := ep.setProtocol(opts.Protocol, opts.TLS); err != nil {
+		return nil, err
+	}
 	weights := make([]int, len(opts.Plan.Ops))
 	for i, a := range opts.Plan.Ops {
 		weights[i] = a.Weight
@@ -556,6 +568,7 @@ func (r *run) close(idx int, start, end time.Time) window.Window {
 		// the counts and say what is missing rather than lose the window.
 		r.log.Error("window histogram not encoded", "index", idx, "err", err)
 	}
+	r.collectProtocols(&w)
 	w.Dropped = r.dropped.Swap(0)
 	w.InFlight = int(r.maxInFlight.Swap(r.inFlight.Load()))
 	if secs := end.Sub(start).Seconds(); secs > 0 {

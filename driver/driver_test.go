@@ -638,7 +638,7 @@ func TestInvalidOptions(t *testing.T) {
 	}{
 		{name: "public address", target: "http://10.1.2.3:80", want: "not a loopback address"},
 		{name: "hostname", target: "http://example.com", want: "not a loopback address"},
-		{name: "https", target: "https://127.0.0.1:8443", want: "only http://"},
+		{name: "ftp", target: "ftp://127.0.0.1:8443", want: "only http:// and https://"},
 		{name: "no plan", target: "http://127.0.0.1:1", plan: &scenarios.Plan{}, want: "no ops"},
 		{name: "no window", target: "http://127.0.0.1:1", load: func(l *scenarios.Load) { l.Window = 0 }, want: "window must be positive"},
 		{name: "open without max_vus", target: "http://127.0.0.1:1", load: func(l *scenarios.Load) { l.VUs, l.Rate = 0, 10 }, want: "max_vus"},

@@ -15,6 +15,9 @@ import (
 // RecordOptions configure Record.
 type RecordOptions struct {
 	Target *url.URL
+	// Protocol and TLS are as in Options.
+	Protocol string
+	TLS      *scenarios.TLS
 	// Plan is the compiled scenario; compile it with the same
 	// CompileOptions.Seed on both sides so templates render alike.
 	Plan *scenarios.Plan
@@ -45,6 +48,9 @@ func Record(ctx context.Context, opts RecordOptions) ([]equivalence.Exchange, er
 	if err != nil {
 		return nil, err
 	}
+	if err := ep.setProtocol(opts.Protocol, opts.TLS); err != nil {
+		return nil, err
+	}
 	weights := make([]int, len(opts.Plan.Ops))
 	for i, a := range opts.Plan.Ops {
 		weights[i] = a.Weight
@@ -66,7 +72,7 @@ func Record(ctx context.Context, opts RecordOptions) ([]equivalence.Exchange, er
 	}
 	rng := newRNG(seed)
 	vu := opts.Plan.NewVU(1)
-	conn := newHTTPConn(ep)
+	conn := ep.newConn()
 	defer conn.close()
 	var req scenarios.Rendered
 

@@ -32,7 +32,7 @@ type vu struct {
 	shard int
 	state *scenarios.VU
 	rng   rng
-	conn  *httpConn
+	conn  exchanger
 	req   scenarios.Rendered
 	timer *time.Timer
 	skips int
@@ -51,7 +51,7 @@ func (r *run) newVU(i int) *vu {
 		shard: i % len(r.rec.shards),
 		state: r.plan.NewVU(i + 1),
 		rng:   newRNG(r.seed + uint64(i)*0x9e3779b97f4a7c15),
-		conn:  newHTTPConn(r.ep),
+		conn:  r.ep.newConn(),
 		timer: t,
 	}
 }

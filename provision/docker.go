@@ -3,6 +3,7 @@ package provision
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -313,6 +314,16 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 		port = DefaultContainerPort
 	}
 	data.Port = port
+	scheme := "http"
+	if spec.TLS != nil {
+		if env.EnvDir == "" {
+			return env, fmt.Errorf("%w: environment.tls: the environment volume has no mountpoint on this host to write the certificate to", ErrInvalidSpec)
+		}
+		if data.TLS, err = makeSelfSigned(env.EnvDir, ContainerEnvDir); err != nil {
+			return env, err
+		}
+		scheme = "https"
+	}
 	vars, err := renderEnv(t.Env, req.ExtraEnv, port, data, req.LookupEnv)
 	if err != nil {
 		return env, err
@@ -345,6 +356,7 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	var ready wait.Strategy = wait.ForListeningPort(portSpec).SkipInternalCheck().WithStartupTimeout(timeout)
 	if t.Health != "" {
 		ready = wait.ForHTTP(t.Health).WithPort(portSpec).WithForcedIPv4LocalHost().
+			WithTLS(scheme == "https", &tls.Config{InsecureSkipVerify: true}). // readiness only; the driver verifies
 			WithStatusCodeMatcher(func(s int) bool { return s >= 200 && s <= 299 }).
 			WithStartupTimeout(timeout).WithPollInterval(200 * time.Millisecond)
 	}
@@ -384,7 +396,7 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	if err != nil {
 		return env, fmt.Errorf("start target: mapped port: %w", err)
 	}
-	env.TargetURL = "http://127.0.0.1:" + strconv.Itoa(int(mapped.Num()))
+	env.TargetURL = scheme + "://127.0.0.1:" + strconv.Itoa(int(mapped.Num()))
 	for _, ps := range extra {
 		m, err := ctr.MappedPort(ctx, ps)
 		if err != nil {

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,6 +142,13 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		ln.Close()
 	}
 	data.Port = port
+	scheme := "http"
+	if spec.TLS != nil {
+		if data.TLS, err = makeSelfSigned(envDir, envDir); err != nil {
+			return env, err
+		}
+		scheme = "https"
+	}
 	lookup := req.LookupEnv
 	vars, err := renderEnv(t.Env, req.ExtraEnv, port, data, lookup)
 	if err != nil {
@@ -150,7 +158,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 	if err != nil {
 		return env, err
 	}
-	env.TargetURL = "http://127.0.0.1:" + strconv.Itoa(port)
+	env.TargetURL = scheme + "://127.0.0.1:" + strconv.Itoa(port)
 
 	logPath := filepath.Join(envDir, "target.log")
 	exited, err := l.start(argv, targetDir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
@@ -420,6 +428,9 @@ func waitReady(ctx context.Context, baseURL, health string, timeout time.Duratio
 
 var probeClient = &http.Client{
 	Timeout: 5 * time.Second,
+	// Readiness only: the target is a process just started on loopback,
+	// with the certificate made for it; the driver verifies it.
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 	// Readiness must not follow a redirect to somewhere that is not the target.
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }

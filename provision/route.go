@@ -65,6 +65,9 @@ func (d *Docker) chooseRoute(ctx context.Context, env *Environment, port int, lo
 		env.Notes = append(env.Notes, note)
 		return nil
 	}
+	if strings.HasPrefix(env.TargetURL, "https:") {
+		t.URL = "https:" + strings.TrimPrefix(t.URL, "http:")
+	}
 	env.Route = RouteNetNS
 	env.NetNS = &t
 	log.Info("driving the target inside its container's network namespace", "url", t.URL, "netns", t.ID)
@@ -108,7 +111,7 @@ func (d *Docker) netnsTarget(ctx context.Context, id string, port int) (netns.Ta
 	if err != nil {
 		return netns.Target{}, fmt.Errorf("the target does not answer on its container's loopback: %w", err)
 	}
-	return netns.Target{Path: path, ID: n.ID(), URL: "http://" + ap.String()}, nil
+	return netns.Target{Path: path, ID: n.ID(), URL: "http://" + ap.String()}, nil // chooseRoute sets the scheme
 }
 
 // procRoot is /proc; tests point it elsewhere.

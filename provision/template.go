@@ -23,6 +23,8 @@ type templateData struct {
 	// Database is nil when no database was provisioned, so {{.Database.URL}}
 	// fails loudly instead of rendering an empty DSN.
 	Database *templateDB
+	// TLS is nil unless environment.tls is set (see makeSelfSigned).
+	TLS *templateTLS
 }
 
 type templateDB struct {
@@ -67,6 +69,9 @@ func render(what, text string, data templateData, lookup func(string) (string, b
 		}
 		if data.Database == nil && strings.Contains(text, ".Database") {
 			return "", fmt.Errorf("%w: %s uses {{.Database...}} but database.kind is none", ErrInvalidSpec, what)
+		}
+		if data.TLS == nil && strings.Contains(text, ".TLS") {
+			return "", fmt.Errorf("%w: %s uses {{.TLS...}} but environment.tls is not set", ErrInvalidSpec, what)
 		}
 		return "", fmt.Errorf("%w: %s: %v", ErrInvalidSpec, what, oneLine(err))
 	}

@@ -75,3 +75,37 @@ func TestDemoScenario(t *testing.T) {
 		t.Errorf("Compile(demo.yaml): %v", err)
 	}
 }
+
+// TestDemoHTTPSScenario: demo-https.yaml drives parse-mix.yaml's mix over
+// TLS, with the provisioned certificate handed to the demo target.
+func TestDemoHTTPSScenario(t *testing.T) {
+	demo, err := scenarios.LoadFile("demo-https.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix, err := scenarios.LoadFile("parse-mix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSetup, gotOps := withoutLines(demo.Setup, demo.Ops)
+	wantSetup, wantOps := withoutLines(mix.Setup, mix.Ops)
+	if !reflect.DeepEqual(gotSetup, wantSetup) || !reflect.DeepEqual(gotOps, wantOps) {
+		t.Errorf("demo-https.yaml's setup and ops differ from parse-mix.yaml's")
+	}
+	env := demo.Environment
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"https", env.HTTPS(), true},
+		{"protocol", env.Protocol, "h1"},
+		{"DEMO_TLS_CERT", env.Target.Env["DEMO_TLS_CERT"], "{{.TLS.CertFile}}"},
+		{"DEMO_TLS_KEY", env.Target.Env["DEMO_TLS_KEY"], "{{.TLS.KeyFile}}"},
+		{"driver CA", env.DriverTLS("/env").CAFile, filepath.Join("/env", "tls", "cert.pem")},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %#v, want %#v", c.what, c.got, c.want)
+		}
+	}
+}

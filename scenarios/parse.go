@@ -309,6 +309,7 @@ var formatTypes = map[string]struct {
 	"scenarios.GCHook":      {"heap.gc_hook", reflect.TypeFor[GCHook]()},
 	"scenarios.Inspector":   {"heap.inspector", reflect.TypeFor[Inspector]()},
 	"scenarios.Threshold":   {"a threshold", reflect.TypeFor[Threshold]()},
+	"scenarios.TLS":         {"tls", reflect.TypeFor[TLS]()},
 }
 
 // describeType names a format type and lists its keys.

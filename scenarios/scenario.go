@@ -136,6 +136,37 @@ type Environment struct {
 	Provider string   `yaml:"provider" json:"provider,omitempty"`
 	Target   Target   `yaml:"target" json:"target"`
 	Database Database `yaml:"database" json:"database"`
+	// Protocol is how the driver speaks HTTP to the target: "h1" (the
+	// default: HTTP/1.1, over TLS when the target is https), "h2" (HTTP/2
+	// over TLS, negotiated by ALPN) or "h2c" (HTTP/2 over cleartext, prior
+	// knowledge). See docs/protocols.md.
+	Protocol string `yaml:"protocol" json:"protocol,omitempty"`
+	// TLS makes the target https. A provisioned target (local or docker)
+	// gets a self-signed certificate for 127.0.0.1 and localhost made at
+	// provision time ({{.TLS.CertFile}} and {{.TLS.KeyFile}} in target.env
+	// and target.command), which the driver trusts; with target.url the URL
+	// says https and CAFile names the certificate to trust.
+	TLS *TLS `yaml:"tls" json:"tls,omitempty"`
+}
+
+// Protocols the driver speaks (Environment.Protocol).
+const (
+	ProtocolH1  = "h1"
+	ProtocolH2  = "h2"
+	ProtocolH2C = "h2c"
+)
+
+// TLS configures the driver's TLS client. Every field is optional.
+type TLS struct {
+	// CAFile is a PEM file of the certificates to trust, instead of the
+	// system's roots (and of the provisioned self-signed certificate).
+	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
+	// ServerName is sent in SNI and checked against the certificate;
+	// default: the target URL's host.
+	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
+	// InsecureSkipVerify accepts any certificate (the handshake is still
+	// measured): for a target whose certificate nobody can name.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
 // Target is the system under test.

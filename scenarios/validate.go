@@ -463,6 +463,7 @@ func (v *validator) validateEnvironment() {
 	if t.Resources.PIDs < 0 {
 		v.errf(tp("resources", "pids"), "resources.pids must be ≥ 0")
 	}
+	v.validateProtocol()
 	switch e.Database.Kind {
 	case "", "none":
 	case "postgres":

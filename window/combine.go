@@ -36,6 +36,7 @@ func Combine(ws []Window) (Window, error) {
 		heap, forcedHeap       *int64
 		failures               []ProbeFailure
 		sawProbeFailures, some bool
+		protocols              protocolSums
 	)
 	for _, w := range ws {
 		if w.Start.Before(out.Start) {
@@ -114,6 +115,9 @@ func Combine(ws []Window) (Window, error) {
 				ts.requests += w.Requests
 			}
 		}
+		if err := protocols.add(w); err != nil {
+			return out, fmt.Errorf("combine window %d: %w", w.Index, err)
+		}
 		sawProbeFailures = sawProbeFailures || len(w.ProbeFailures) > 0
 		failures = w.ProbeFailures
 	}
@@ -138,6 +142,9 @@ func Combine(ws []Window) (Window, error) {
 			return out, err
 		}
 		out.Ops[name] = o
+	}
+	if err := protocols.fill(&out); err != nil {
+		return out, err
 	}
 	if cpu.n > 0 {
 		out.Probes.CPUSeconds = ptr(cpu.secs)

@@ -191,6 +191,10 @@ type Window struct {
 	Target    float64            `json:"target,omitempty"` // ramp target at window end: VUs (closed) or rate/s (open)
 	LatencyMs Latency            `json:"latency_ms"`
 	Ops       map[string]OpStats `json:"ops"`
+	// TLS is set for an https target: its handshakes in the window.
+	TLS *TLS `json:"tls,omitempty"`
+	// WebSocket is set when the scenario has websocket ops.
+	WebSocket *WebSocket `json:"websocket,omitempty"`
 
 	// Histogram is the merged HDR histogram of every request's latency in
 	// microseconds, encoded by EncodeHistogram. It lets any percentile be

@@ -198,6 +198,7 @@ func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, runErr := driver.Run(runCtx, driver.Options{
 		Target: u, Plan: plan, Load: load, RunID: run.ID, Metrics: live, Logger: logger,
+		Protocol: s.Environment.Protocol, TLS: s.Environment.DriverTLS(""),
 	}, sink)
 	stopProgress()
 	<-progressDone

@@ -27,6 +27,8 @@
 //	                   (garbage for the GC: bytes allocated per request grow by N)
 //	DEMO_RESPONSE_VARIANT  1: GET /items adds "cursor":null to its answer (a response
 //	                   difference for comparisons' equivalence check to find)
+//	DEMO_TLS_CERT, DEMO_TLS_KEY  PEM files: serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN)
+//	                   instead of cleartext HTTP/1.1 and h2c (HTTP/2 with prior knowledge)
 //
 // HTTP API (JSON bodies; writes need "Authorization: Bearer <token>", reads
 // validate a token when one is sent):
@@ -94,6 +96,8 @@ type config struct {
 	CPUBurnUs   int
 	AllocBytes  int
 	Variant     int
+	TLSCert     string
+	TLSKey      string
 }
 
 func configFromEnv(getenv func(string) string) (config, error) {
@@ -142,13 +146,17 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		}
 		c.Variant = n
 	}
+	c.TLSCert, c.TLSKey = getenv("DEMO_TLS_CERT"), getenv("DEMO_TLS_KEY")
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, usageError{"DEMO_TLS_CERT and DEMO_TLS_KEY go together: set both (PEM files) or neither"}
+	}
 	return c, nil
 }
 
 // run serves the API until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT"}
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT, DEMO_TLS_CERT, DEMO_TLS_KEY"}
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -172,11 +180,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes,
+	// Cleartext serves HTTP/1.1 and h2c (prior knowledge), TLS HTTP/1.1 and
+	// HTTP/2 by ALPN: every protocol longhaul drives.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	if cfg.TLSCert != "" {
+		srv.Protocols.SetHTTP2(true)
+	} else {
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "", "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes,
 		"cpu_burn_us", cfg.CPUBurnUs, "alloc_bytes", cfg.AllocBytes, "response_variant", cfg.Variant)
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if cfg.TLSCert != "" {
+			served <- srv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
