@@ -554,6 +554,8 @@ type Overrides struct {
 	// window (VictoriaMetrics' /api/v1/import/prometheus); empty means
 	// Activities.PushURL.
 	PushURL string `json:",omitempty"`
+	// Protocol replaces the scenario's environment.protocol when set.
+	Protocol string `json:",omitempty"`
 }
 
 // scenario reads the run and parses its scenario, with overrides applied and
@@ -578,6 +580,9 @@ func (a *Activities) scenario(ctx context.Context, runID string, o Overrides) (*
 	}
 	if o.Window > 0 {
 		s.Load.Window = scenarios.Duration(o.Window)
+	}
+	if o.Protocol != "" {
+		s.Environment.Protocol = o.Protocol
 	}
 	return s, run, nil
 }

@@ -293,6 +293,9 @@ type run struct {
 	active      atomic.Int64 // closed model: VUs allowed to run
 	gateMu      sync.Mutex
 	gate        chan struct{} // closed and replaced when active changes
+
+	wsSlots []wsSlots // by op slot; nil without websocket ops (websocket.go)
+	ws      *wsStats
 }
 
 func newRun(ctx context.Context, opts Options) (*run, error) {
@@ -386,6 +389,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	for _, a := range opts.Plan.Setup {
 		names = append(names, a.Name)
 	}
+	names = r.addWebSocketSlots(names)
 	r.warned = make([]atomic.Bool, len(opts.Plan.Setup))
 	shards := 2 * runtime.GOMAXPROCS(0)
 	if shards < 4 {

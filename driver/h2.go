@@ -22,6 +22,9 @@ type exchanger interface {
 	do(req *scenarios.Rendered, wantBody bool, deadline time.Time) (status int, body []byte, c window.Class)
 	// close drops the connection; the next do dials again.
 	close()
+	// connectFailed reports whether the last do failed to open its
+	// connection (the VU then backs off before the next).
+	connectFailed() bool
 }
 
 var (
@@ -51,6 +54,8 @@ type h2Conn struct {
 	prefix string // scheme://host + base path
 	body   bytes.Buffer
 	rd     bytes.Reader
+	// dialFailed: the last request failed opening its connection.
+	dialFailed bool
 }
 
 func newH2Conn(ep *endpoint) *h2Conn {
@@ -145,6 +150,8 @@ func (h *h2Conn) do(req *scenarios.Rendered, wantBody bool, deadline time.Time) 
 		}
 	}
 	resp, err := h.client.Do(hr)
+	var op *net.OpError
+	h.dialFailed = err != nil && errors.As(err, &op) && op.Op == "dial"
 	if err != nil {
 		return 0, nil, classify(err)
 	}
@@ -168,3 +175,7 @@ func (h *h2Conn) do(req *scenarios.Rendered, wantBody bool, deadline time.Time) 
 }
 
 func (h *h2Conn) close() { h.tr.CloseIdleConnections() }
+
+func (h *h2Conn) connectFailed() bool { return h.dialFailed }
+
+func (h *httpConn) connectFailed() bool { return h.dialFailed }

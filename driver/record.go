@@ -78,6 +78,9 @@ func Record(ctx context.Context, opts RecordOptions) ([]equivalence.Exchange, er
 
 	out := make([]equivalence.Exchange, 0, opts.Requests)
 	send := func(a *scenarios.Action) (bool, error) {
+		if a.WebSocket != nil {
+			return false, nil // a session, not an exchange to compare
+		}
 		if err := a.Render(vu, &req); err != nil {
 			if errors.Is(err, scenarios.ErrPoolEmpty) {
 				return false, nil

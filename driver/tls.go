@@ -171,4 +171,7 @@ func (r *run) collectProtocols(w *window.Window) {
 	if w.TLS, err = r.ep.hs.collect(); err != nil {
 		r.log.Error("tls handshake histogram not encoded", "index", w.Index, "err", err)
 	}
+	if w.WebSocket, err = r.ws.collect(); err != nil {
+		r.log.Error("websocket ping histogram not encoded", "index", w.Index, "err", err)
+	}
 }

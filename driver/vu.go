@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ type vu struct {
 	// connBackoff is the wait before the next dial after a connect
 	// failure; 0 while connections open.
 	connBackoff time.Duration
+
+	wsc *http.Client       // websocket upgrades (websocket.go)
+	msg scenarios.Rendered // websocket messages
 }
 
 func (r *run) newVU(i int) *vu {
@@ -192,6 +196,9 @@ func (v *vu) exchange(a *scenarios.Action, slot int, due time.Time) (window.Clas
 		}
 		return window.Other, 0
 	}
+	if a.WebSocket != nil {
+		return v.session(a, slot, due), 0
+	}
 
 	start := time.Now()
 	if due.IsZero() {
@@ -214,7 +221,7 @@ func (v *vu) exchange(a *scenarios.Action, slot int, due time.Time) (window.Clas
 	}
 	latency := end.Sub(due)
 	timed := hasLatency(c)
-	connFailed := v.conn.dialFailed
+	connFailed := v.conn.connectFailed()
 	r.rec.recordConn(v.shard, slot, c, latency, timed, connFailed)
 	if r.live != nil {
 		r.live.inFlight.Set(float64(n))

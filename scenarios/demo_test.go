@@ -109,3 +109,27 @@ func TestDemoHTTPSScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoWebSocketScenario: demo-websocket.yaml holds pinged sessions and
+// runs scripted exchanges against the demo target's endpoints.
+func TestDemoWebSocketScenario(t *testing.T) {
+	demo, err := scenarios.LoadFile("demo-websocket.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenarios.Compile(demo, scenarios.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*scenarios.WSPlan{}
+	for _, a := range p.Ops {
+		byName[a.Name] = a.WebSocket
+	}
+	hold, chat := byName["hold"], byName["chat"]
+	if hold == nil || hold.Ping.String() != "1s" || hold.Hold <= 0 {
+		t.Errorf("hold op: %+v, want a held session pinged every 1s", hold)
+	}
+	if chat == nil || len(chat.Steps) != 6 || chat.Steps[5].Kind != scenarios.WSCloseStep {
+		t.Errorf("chat op: %+v, want a 6-step script ending in close", chat)
+	}
+}

@@ -310,6 +310,11 @@ var formatTypes = map[string]struct {
 	"scenarios.Inspector":   {"heap.inspector", reflect.TypeFor[Inspector]()},
 	"scenarios.Threshold":   {"a threshold", reflect.TypeFor[Threshold]()},
 	"scenarios.TLS":         {"tls", reflect.TypeFor[TLS]()},
+	"scenarios.WebSocket":   {"websocket", reflect.TypeFor[WebSocket]()},
+	"scenarios.WSStep":      {"a websocket step", reflect.TypeFor[WSStep]()},
+	"scenarios.WSSend":      {"send", reflect.TypeFor[WSSend]()},
+	"scenarios.WSExpect":    {"a websocket expect", reflect.TypeFor[WSExpect]()},
+	"scenarios.WSClose":     {"close", reflect.TypeFor[WSClose]()},
 }
 
 // describeType names a format type and lists its keys.

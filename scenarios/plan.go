@@ -102,6 +102,9 @@ func (c *compiler) errf(format string, args ...any) {
 }
 
 func (c *compiler) action(st *Step, weight int, what string) *Action {
+	if st.WebSocket != nil {
+		return c.websocket(st, weight, what)
+	}
 	c.step, c.what = st, what
 	r := &st.Request
 	a := &Action{Name: st.Name, Weight: weight, Think: st.Think, plan: c.plan, method: strings.ToUpper(r.Method)}
@@ -355,6 +358,10 @@ type Action struct {
 	body         []seg
 	captures     []capture
 	expect       statusSet
+
+	// WebSocket is set for a websocket op: Render renders its upgrade
+	// request (path, query, headers), the session is WebSocket's.
+	WebSocket *WSPlan
 }
 
 // seg is one compiled piece of a template.

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -12,19 +14,8 @@ import (
 func (v *validator) validateProtocol() {
 	e := &v.s.Environment
 	ep := func(k ...any) []any { return join(p("environment"), k...) }
-	tls := e.HTTPS()
-	switch e.Protocol {
-	case "", ProtocolH1:
-	case ProtocolH2:
-		if !tls {
-			v.errf(ep("protocol"), "protocol h2 is HTTP/2 over TLS: add environment.tls (or use h2c for cleartext HTTP/2)")
-		}
-	case ProtocolH2C:
-		if tls {
-			v.errf(ep("protocol"), "protocol h2c is cleartext HTTP/2; with tls use h2")
-		}
-	default:
-		v.errf(ep("protocol"), "protocol %q is not one of h1, h2, h2c", e.Protocol)
+	if err := e.CheckProtocol(e.Protocol); err != nil {
+		v.errf(ep("protocol"), "%v", err)
 	}
 	if t := e.TLS; t != nil && t.InsecureSkipVerify && t.CAFile != "" {
 		v.errf(ep("tls"), "tls: ca_file and insecure_skip_verify exclude each other; keep one")
@@ -32,6 +23,26 @@ func (v *validator) validateProtocol() {
 	if u := e.Target.URL; u != "" && e.TLS != nil && !strings.HasPrefix(strings.ToLower(u), "https:") {
 		v.errf(ep("tls"), "tls is set but target.url %q is not https://", u)
 	}
+}
+
+// CheckProtocol reports whether the driver can speak proto ("" is h1) to
+// this environment's target: h2 is negotiated by ALPN, so it needs TLS;
+// h2c is cleartext, so it excludes it.
+func (e Environment) CheckProtocol(proto string) error {
+	switch proto {
+	case "", ProtocolH1:
+	case ProtocolH2:
+		if !e.HTTPS() {
+			return errors.New("protocol h2 is HTTP/2 over TLS: add environment.tls (or use h2c for cleartext HTTP/2)")
+		}
+	case ProtocolH2C:
+		if e.HTTPS() {
+			return errors.New("protocol h2c is cleartext HTTP/2; with tls use h2")
+		}
+	default:
+		return fmt.Errorf("protocol %q is not one of h1, h2, h2c", proto)
+	}
+	return nil
 }
 
 // HTTPS reports whether the driver talks TLS to the target: environment.tls

@@ -76,11 +76,14 @@ type Stage struct {
 
 // Step is one HTTP exchange: a setup step or (with a weight) an op.
 type Step struct {
-	Name    string    `yaml:"name" json:"name"`
-	Request Request   `yaml:"request" json:"request"`
-	Capture []Capture `yaml:"capture" json:"capture,omitempty"`
-	Expect  Expect    `yaml:"expect" json:"expect,omitempty"`
-	Think   Think     `yaml:"think" json:"think,omitempty"`
+	Name    string  `yaml:"name" json:"name"`
+	Request Request `yaml:"request" json:"request"`
+	// WebSocket makes an op a WebSocket session instead of a request
+	// (websocket.go); such an op has no request, capture or expect of its own.
+	WebSocket *WebSocket `yaml:"websocket" json:"websocket,omitempty"`
+	Capture   []Capture  `yaml:"capture" json:"capture,omitempty"`
+	Expect    Expect     `yaml:"expect" json:"expect,omitempty"`
+	Think     Think      `yaml:"think" json:"think,omitempty"`
 
 	// Line is the step's line in Source, for error messages; not part of the format.
 	Line int `yaml:"-" json:"-"`

@@ -227,6 +227,10 @@ func (v *validator) validateStep(base []any, st *Step) {
 	if base[0] == "setup" {
 		label = fmt.Sprintf("setup step %q", st.Name)
 	}
+	if st.WebSocket != nil {
+		v.validateWebSocket(base, st, label)
+		return
+	}
 	r := &st.Request
 	rp := join(base, "request")
 	if v.loc.root != nil && !v.has(join(base, "request")...) {

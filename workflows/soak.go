@@ -67,6 +67,9 @@ type SoakInput struct {
 	// PushURL is where the drive pushes the run's live metrics
 	// (activities.Overrides.PushURL); empty: the worker's --push-url.
 	PushURL string `json:",omitempty"`
+	// Protocol overrides the scenario's environment.protocol (h1, h2,
+	// h2c; `longhaul run --protocol`); empty: the scenario's.
+	Protocol string `json:",omitempty"`
 	// HostWait is how long the soak waits for its host's worker to come
 	// back (a drive or provision not picked up on the host queue) before it
 	// gives the host up and provisions a new incarnation on another host
@@ -250,7 +253,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		var dr activities.DriveResult
 		err := workflow.ExecuteActivity(s.driveCtx(ctx), a.Drive, activities.DriveInput{
 			RunID: s.in.RunID, Incarnation: s.st.Incarnation, FirstIndex: s.st.NextIndex, Total: s.total,
-			Overrides: activities.Overrides{Duration: s.in.Duration, Window: s.in.Window, PushURL: s.in.PushURL}, Env: *s.st.Env,
+			Overrides: activities.Overrides{Duration: s.in.Duration, Window: s.in.Window, PushURL: s.in.PushURL, Protocol: s.in.Protocol}, Env: *s.st.Env,
 			Seed: s.in.Seed,
 		}).Get(ctx, &dr)
 		if err == nil {

@@ -34,6 +34,7 @@ type runFlags struct {
 	temporal    string
 	namespace   string
 	detach      bool
+	protocol    string
 	format      string
 	provider    string
 	targetEnv   []string
@@ -87,6 +88,7 @@ input, 3 completed but the gate failed.`,
 	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON windows, then one report object)")
 	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
+	fs.StringVar(&f.protocol, "protocol", "", "how the driver speaks HTTP: h1, h2 (over TLS) or h2c (default: the scenario's environment.protocol)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
 	fs.DurationVar(&f.hostWait, "host-wait", workflows.DefaultHostWait, "how long the run waits for its host's worker to come back before it is provisioned again on another host")
@@ -163,6 +165,11 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 			return p, badInputf("--window must be > 0, got %s", f.window)
 		}
 		p.window = f.window
+	}
+	if f.protocol != "" {
+		if err := p.scenario.Environment.CheckProtocol(f.protocol); err != nil {
+			return p, badInputf("--protocol %s: %s: %v", f.protocol, file, err)
+		}
 	}
 	if p.duration <= 0 {
 		return p, badInputf("%s: a soak needs a duration > 0 (load.duration or --duration)", file)
@@ -266,6 +273,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	in := workflows.SoakInput{
 		RunID: run.ID, Name: run.Name, Duration: p.duration, Window: p.window,
 		Provider: f.provider, TargetEnv: p.targetEnv, PushURL: f.pushURL, HostWait: f.hostWait,
+		Protocol: f.protocol,
 	}
 	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 	if err != nil {

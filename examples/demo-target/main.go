@@ -27,6 +27,10 @@
 //	                   (garbage for the GC: bytes allocated per request grow by N)
 //	DEMO_RESPONSE_VARIANT  1: GET /items adds "cursor":null to its answer (a response
 //	                   difference for comparisons' equivalence check to find)
+//	DEMO_WS_LEAK_BYTES N > 0: every WebSocket connection retains N bytes forever
+//	DEMO_WS_STALL_AFTER  a duration: that long after start, WebSocket connections are
+//	                   no longer read (pings go unanswered, echoes stop)
+//	DEMO_WS_TICK       the /ws/ticker push interval (default 1s)
 //	DEMO_TLS_CERT, DEMO_TLS_KEY  PEM files: serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN)
 //	                   instead of cleartext HTTP/1.1 and h2c (HTTP/2 with prior knowledge)
 //
@@ -45,6 +49,8 @@
 //	GET    /metrics       Prometheus text: http_requests_total{route,code},
 //	                      http_request_duration_seconds{route}, go_gc_heap_live_bytes, process and Go metrics
 //	POST   /debug/gc      forces a GC → {"heap_bytes":N}, the live heap after it
+//	GET    /ws/echo       WebSocket: every message echoed back
+//	GET    /ws/ticker     WebSocket: {"type":"tick","n":N} pushed every DEMO_WS_TICK
 //
 // An item is {"id","bucket","title","owner","payload","created_at","updated_at"}
 // with RFC 3339 timestamps (microsecond precision, UTC).
@@ -98,6 +104,7 @@ type config struct {
 	Variant     int
 	TLSCert     string
 	TLSKey      string
+	WebSocket   wsOptions
 }
 
 func configFromEnv(getenv func(string) string) (config, error) {
@@ -146,6 +153,25 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		}
 		c.Variant = n
 	}
+	if v := getenv("DEMO_WS_LEAK_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 64<<20 {
+			return c, usageError{fmt.Sprintf("DEMO_WS_LEAK_BYTES=%q: want a byte count 0-67108864", v)}
+		}
+		c.WebSocket.LeakBytes = n
+	}
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"DEMO_WS_STALL_AFTER", &c.WebSocket.StallAfter}, {"DEMO_WS_TICK", &c.WebSocket.Tick}} {
+		if v := getenv(d.name); v != "" {
+			t, err := time.ParseDuration(v)
+			if err != nil || t <= 0 {
+				return c, usageError{fmt.Sprintf("%s=%q: want a positive duration (30s, 1m)", d.name, v)}
+			}
+			*d.to = t
+		}
+	}
 	c.TLSCert, c.TLSKey = getenv("DEMO_TLS_CERT"), getenv("DEMO_TLS_KEY")
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, usageError{"DEMO_TLS_CERT and DEMO_TLS_KEY go together: set both (PEM files) or neither"}
@@ -156,7 +182,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 // run serves the API until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT, DEMO_TLS_CERT, DEMO_TLS_KEY"}
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT, DEMO_WS_LEAK_BYTES, DEMO_WS_STALL_AFTER, DEMO_WS_TICK, DEMO_TLS_CERT, DEMO_TLS_KEY"}
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -175,10 +201,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
 	srv := &http.Server{
-		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, AllocBytes: cfg.AllocBytes, Variant: cfg.Variant, Log: log}),
+		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, AllocBytes: cfg.AllocBytes, Variant: cfg.Variant, WebSocket: cfg.WebSocket, Log: log}),
+		ConnContext:       withConn,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if cfg.WebSocket.StallAfter > 0 {
+		ln = stallListener{Listener: ln, at: time.Now().Add(cfg.WebSocket.StallAfter)}
 	}
 	// Cleartext serves HTTP/1.1 and h2c (prior knowledge), TLS HTTP/1.1 and
 	// HTTP/2 by ALPN: every protocol longhaul drives.

@@ -52,7 +52,9 @@ type serverOptions struct {
 	AllocBytes int
 	// Variant 1 adds "cursor":null to GET /items (DEMO_RESPONSE_VARIANT).
 	Variant int
-	Log     *slog.Logger
+	// WebSocket configures the WebSocket endpoints (DEMO_WS_* switches).
+	WebSocket wsOptions
+	Log       *slog.Logger
 }
 
 // server is the demo target's HTTP API. Its handler is safe for concurrent use.
@@ -68,6 +70,8 @@ type server struct {
 	burner     cpuBurner
 	allocBytes int
 	variant    int
+
+	ws *wsServer // WebSocket endpoints (websocket.go)
 
 	errLog sampledLog
 	bufs   sync.Pool // *[]byte response buffers
@@ -109,6 +113,7 @@ func newServer(st store, o serverOptions) *server {
 	s.handle("GET /health", s.health)
 	s.handle("POST /debug/gc", s.forceGC)
 	s.handle("GET /metrics", s.writeMetrics)
+	s.registerWebSocket(o.WebSocket)
 	return s
 }
 
