@@ -3,6 +3,7 @@ package driver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -76,23 +77,7 @@ func newH2Conn(ep *endpoint) *h2Conn {
 		tr.TLSClientConfig = cfg
 		// Our own TLS dial: the handshake is timed like HTTP/1.1's, and the
 		// connection still goes through Options.Dialer.
-		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := ep.dialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			deadline, _ := ctx.Deadline()
-			tc, err := ep.handshake(c, cfg, deadline)
-			if err != nil {
-				return nil, err
-			}
-			_ = tc.SetDeadline(time.Time{})
-			if tc.ConnectionState().NegotiatedProtocol != "h2" {
-				_ = tc.Close()
-				return nil, errNoH2
-			}
-			return tc, nil
-		}
+		tr.DialTLSContext = ep.dialTLS(cfg, "h2")
 	}
 	tr.Protocols = &p
 	h.tr = tr
@@ -106,6 +91,29 @@ func newH2Conn(ep *endpoint) *h2Conn {
 
 // errNoH2 is a TLS server that did not agree to HTTP/2 in ALPN.
 var errNoH2 = errors.New("the server did not negotiate h2 in ALPN")
+
+// dialTLS returns a net/http DialTLSContext that dials like every
+// connection of the run and times the handshake; with alpn set, a server
+// that negotiates another protocol is an error.
+func (ep *endpoint) dialTLS(cfg *tls.Config, alpn string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := ep.dialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		deadline, _ := ctx.Deadline()
+		tc, err := ep.handshake(c, cfg, deadline)
+		if err != nil {
+			return nil, err
+		}
+		_ = tc.SetDeadline(time.Time{})
+		if alpn != "" && tc.ConnectionState().NegotiatedProtocol != alpn {
+			_ = tc.Close()
+			return nil, errNoH2
+		}
+		return tc, nil
+	}
+}
 
 // dialContext opens a TCP connection to the endpoint's address, whatever
 // address the caller names (net/http names the URL's host).

@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -138,19 +137,7 @@ func (v *vu) wsClient() *http.Client {
 	tr := &http.Transport{DialContext: ep.dialContext, DisableCompression: true, MaxIdleConnsPerHost: 1}
 	if cfg := ep.vuTLS(); cfg != nil {
 		cfg.NextProtos = []string{"http/1.1"}
-		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := ep.dialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			deadline, _ := ctx.Deadline()
-			tc, err := ep.handshake(c, cfg, deadline)
-			if err != nil {
-				return nil, err
-			}
-			_ = tc.SetDeadline(time.Time{})
-			return tc, nil
-		}
+		tr.DialTLSContext = ep.dialTLS(cfg, "")
 	}
 	v.wsc = &http.Client{Transport: tr}
 	return v.wsc

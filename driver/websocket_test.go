@@ -140,7 +140,7 @@ name: hold
 load: {timeout: 1s}
 ops:
   - name: hold
-    websocket: {path: ` + tt.path + `, hold: 10m, ping: 100ms}
+    websocket: {path: ` + tt.path + `, hold: 10m, ping: 250ms}
 `
 			ws, _ := drive(t, context.Background(), Options{Target: mustURL(t, ts.URL), Plan: compile(t, y),
 				Load: scenarios.Load{VUs: 3, Window: ms(500), Duration: ms(1000), Timeout: ms(1000)}})
@@ -162,10 +162,12 @@ ops:
 			}
 			ping := ops["hold.ping"]
 			switch {
-			case tt.wantTimeout && (sum.PongTimeouts == 0 || ping.Errors.Timeout != sum.PongTimeouts):
+			case tt.wantTimeout && (sum.PongTimeouts == 0 || sum.PongTimeouts != sum.Pings || ping.Errors.Timeout != sum.PongTimeouts):
 				t.Errorf("pong timeouts %d, ping op timeouts %d: want > 0 and equal", sum.PongTimeouts, ping.Errors.Timeout)
-			case !tt.wantTimeout && (sum.Pings < 15 || sum.PongTimeouts != 0 || ping.OK != sum.Pings):
-				t.Errorf("pings %d, pong timeouts %d, ping op ok %d: want ~30 answered", sum.Pings, sum.PongTimeouts, ping.OK)
+			// 3 sessions × 4 pings/s × 1 s: 12 pings; a loaded machine may
+			// delay a pong past its 250 ms now and then.
+			case !tt.wantTimeout && (sum.Pings < 6 || ping.OK < sum.Pings*3/4 || ping.OK+ping.Errors.Timeout != sum.Pings):
+				t.Errorf("pings %d, pong timeouts %d, ping op ok %d: want most of ~12 answered", sum.Pings, sum.PongTimeouts, ping.OK)
 			}
 			if !tt.wantTimeout && ws[0].WebSocket.PingMs.P99 <= 0 {
 				t.Errorf("window 0 ping p99 = %v", ws[0].WebSocket.PingMs.P99)

@@ -31,16 +31,7 @@ func TestDemoHTTPSLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One build for every protocol (with the test's own build settings,
-	// whose cache is warm, rather than the scenario's static build).
-	bin := filepath.Join(t.TempDir(), "demo-target")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join("..", "examples", "demo-target")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the demo target: %v\n%s", err, out)
-	}
-	data := t.TempDir()
-	l := provision.NewLocal(provision.Options{DataDir: data, StopGrace: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	bin, l := demoTargetLocal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -129,4 +120,19 @@ func TestDemoHTTPSLocal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// demoTargetLocal builds the demo target once for a test (with the test's
+// own build settings, whose cache is warm, rather than a scenario's static
+// build) and returns it with a local provider writing under a temporary
+// directory.
+func demoTargetLocal(t *testing.T) (string, *provision.Local) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "demo-target")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "examples", "demo-target")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the demo target: %v\n%s", err, out)
+	}
+	return bin, provision.NewLocal(provision.Options{DataDir: t.TempDir(), StopGrace: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 }

@@ -3,10 +3,8 @@ package provision_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -35,13 +33,7 @@ func TestDemoWebSocketLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "demo-target")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join("..", "examples", "demo-target")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the demo target: %v\n%s", err, out)
-	}
-	l := provision.NewLocal(provision.Options{DataDir: t.TempDir(), StopGrace: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	bin, l := demoTargetLocal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 

@@ -60,6 +60,16 @@ type summary struct {
 	RSSBytes        int64   `json:"rss_bytes"`
 	P50Ms           float64 `json:"p50_ms"`
 	P99Ms           float64 `json:"p99_ms"`
+	// WebSocket scenarios: data messages, pings and the most sessions open
+	// at a window's close.
+	MessagesIn      int64   `json:"messages_in,omitempty"`
+	MessagesOut     int64   `json:"messages_out,omitempty"`
+	Pings           int64   `json:"pings,omitempty"`
+	PongTimeouts    int64   `json:"pong_timeouts,omitempty"`
+	SessionsOpenMax int64   `json:"sessions_open_max,omitempty"`
+	PingP99Ms       float64 `json:"ping_p99_ms,omitempty"`
+	// TLS handshakes (https targets).
+	Handshakes int64 `json:"tls_handshakes,omitempty"`
 }
 
 // windowLine is printed per window with -windows.
@@ -82,6 +92,8 @@ func run(args []string, stdout io.Writer) error {
 	windowLen := fs.Duration("window", time.Second, "window length")
 	timeout := fs.Duration("timeout", 10*time.Second, "request timeout")
 	perWindow := fs.Bool("windows", false, "print one JSON line per window (RSS, heap)")
+	protocol := fs.String("protocol", "", "h1, h2 or h2c (default: the scenario's environment.protocol)")
+	insecure := fs.Bool("insecure", false, "https: accept the target's certificate unverified (a benchmark's self-signed one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,14 +125,36 @@ func run(args []string, stdout io.Writer) error {
 	if err := driver.CheckTarget(ctx, u); err != nil {
 		return err
 	}
+	if *protocol == "" {
+		*protocol = s.Environment.Protocol
+	}
+	var tlsOpts *scenarios.TLS
+	if *insecure {
+		tlsOpts = &scenarios.TLS{InsecureSkipVerify: true}
+	}
 	// Keep running totals, not the windows: a long soak must not grow here.
 	var requests, errs int64
+	var wsSum summary
+	pings := window.NewHistogram()
 	var first time.Time
 	latency := window.NewHistogram()
 	enc := json.NewEncoder(stdout)
-	res, err := driver.Run(ctx, driver.Options{Target: u, Plan: plan, Load: load}, func(w window.Window) error {
+	res, err := driver.Run(ctx, driver.Options{Target: u, Plan: plan, Load: load, Protocol: *protocol, TLS: tlsOpts}, func(w window.Window) error {
 		if first.IsZero() {
 			first = w.Start
+		}
+		if t := w.TLS; t != nil {
+			wsSum.Handshakes += t.Handshakes
+		}
+		if ws := w.WebSocket; ws != nil {
+			wsSum.MessagesIn += ws.MessagesIn
+			wsSum.MessagesOut += ws.MessagesOut
+			wsSum.Pings += ws.Pings
+			wsSum.PongTimeouts += ws.PongTimeouts
+			wsSum.SessionsOpenMax = max(wsSum.SessionsOpenMax, ws.SessionsOpen)
+			if h, err := window.DecodeHistogram(ws.PingHistogram); err == nil {
+				pings.Merge(h)
+			}
 		}
 		requests += w.Requests
 		errs += w.Errors.Total()
@@ -147,7 +181,9 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("getrusage: %w", err)
 	}
 	lat := window.LatencyOf(latency)
-	sum := summary{
+	sum := wsSum
+	sum.PingP99Ms = window.LatencyOf(pings).P99
+	sum = summary{
 		Requests:    requests,
 		Errors:      errs,
 		Seconds:     res.End.Sub(res.Start).Seconds(),
@@ -156,6 +192,9 @@ func run(args []string, stdout io.Writer) error {
 		RSSBytes:    rssBytes(),
 		P50Ms:       lat.P50,
 		P99Ms:       lat.P99,
+
+		MessagesIn: sum.MessagesIn, MessagesOut: sum.MessagesOut, Pings: sum.Pings, PongTimeouts: sum.PongTimeouts,
+		SessionsOpenMax: sum.SessionsOpenMax, PingP99Ms: sum.PingP99Ms, Handshakes: sum.Handshakes,
 	}
 	if sum.Seconds > 0 {
 		sum.RPS = float64(sum.Requests) / sum.Seconds
