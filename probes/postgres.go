@@ -14,11 +14,16 @@ import (
 )
 
 // PGStats is one reading of PostgreSQL's cumulative statistics for the
-// connected database: counters since the statistics were last reset.
+// connected database: counters since the statistics were last reset. The
+// other databases' readers (MySQLStatsReader) fill the
+// same shape, each field's doc saying what it holds there.
 type PGStats struct {
-	TuplesReturned int64 // pg_stat_database.tup_returned
-	Commits        int64 // pg_stat_database.xact_commit
-	Tables         map[uint32]PGTable
+	TuplesReturned int64 // pg_stat_database.tup_returned; MySQL: Handler_read_rnd_next
+	Commits        int64 // pg_stat_database.xact_commit; MySQL: Handler_commit
+	// Statements the clients sent, less the probe's own (MySQL: Questions);
+	// 0 where not counted.
+	Statements int64
+	Tables     map[uint32]PGTable
 }
 
 // PGTable is one pg_stat_user_tables row. Name is relname, qualified with
@@ -166,6 +171,7 @@ func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
 	d := &window.Database{
 		TuplesReturned: counterDelta(prev.TuplesReturned, cur.TuplesReturned),
 		Commits:        counterDelta(prev.Commits, cur.Commits),
+		Statements:     counterDelta(prev.Statements, cur.Statements),
 		Tables:         make([]window.Table, 0, len(cur.Tables)),
 	}
 	var rowsRead int64
@@ -188,6 +194,7 @@ func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
 	}
 	if requests > 0 {
 		d.RowsReadPerRequest = float64(rowsRead) / float64(requests)
+		d.StatementsPerRequest = float64(d.Statements) / float64(requests)
 	}
 	if len(d.Tables) > MaxTables {
 		slices.SortFunc(d.Tables, func(a, b window.Table) int {

@@ -209,7 +209,7 @@ func testSampleDatabaseConnectionDropped(t *testing.T, dsn string) {
 	if got := findTable(w.Probes.Database, "items").SeqScans; got != 5 {
 		t.Errorf("items seq scans = %d, want 5", got)
 	}
-	if got, want := s.pg.connects, 2; got != want {
+	if got, want := s.db.(*PGStatsReader).connects, 2; got != want {
 		t.Errorf("%d connections, want %d (the reading reconnected)", got, want)
 	}
 }

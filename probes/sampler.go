@@ -75,7 +75,10 @@ type Config struct {
 	// (netns.Namespace.DialContext), TargetURL and the inspector's host and
 	// port are addresses in that namespace.
 	Dial DialFunc
-	// DatabaseURL is a PostgreSQL DSN reachable from this host, "" if none.
+	// DatabaseURL is the target's database, reachable from this host, in its
+	// own URL scheme: postgres:// (or a PostgreSQL key=value DSN),
+	// mysql:// or mariadb:// (MySQLStatsReader).
+	// "" if none.
 	DatabaseURL string
 	// SQLitePath is the rendered probes.database.sqlite, a path on this host
 	// (for a container target, in its environment volume: {{.EnvDir}} is
@@ -118,7 +121,7 @@ type Sampler struct {
 	metric  *MetricScraper
 	hook    *GCHookClient
 	insp    *InspectorClient
-	pg      *PGStatsReader
+	db      databaseReader
 	sqlite  *SQLiteReader
 	sources []*source
 
@@ -305,14 +308,36 @@ func New(cfg Config) (*Sampler, error) {
 		s.add(ProbeSQLite, s.readSQLite, nil)
 	}
 	if (!pgSet || pgOn) && cfg.DatabaseURL != "" {
-		r, err := NewPGStatsReader(cfg.DatabaseURL)
+		r, err := newDatabaseReader(cfg.DatabaseURL)
 		if err != nil {
 			return nil, bad("probes.database: %v", err)
 		}
-		s.pg = r
+		s.db = r
 		s.add(ProbeDatabase, s.readDatabase, nil)
 	}
 	return s, nil
+}
+
+// databaseReader reads a database's cumulative statistics in PostgreSQL's
+// shape (PGStats), whatever the database: PGStatsReader, MySQLStatsReader.
+type databaseReader interface {
+	Read(ctx context.Context) (PGStats, error)
+	Close() error
+}
+
+var (
+	_ databaseReader = (*PGStatsReader)(nil)
+	_ databaseReader = (*MySQLStatsReader)(nil)
+)
+
+// newDatabaseReader picks the reader for rawURL's scheme.
+func newDatabaseReader(rawURL string) (databaseReader, error) {
+	scheme, _, _ := strings.Cut(rawURL, "://")
+	switch strings.ToLower(scheme) {
+	case "mysql", "mariadb":
+		return NewMySQLStatsReader(rawURL)
+	}
+	return NewPGStatsReader(rawURL)
 }
 
 func (s *Sampler) add(name string, read func(context.Context, *window.Window, time.Time) reading, due func(*window.Window) bool) {
@@ -607,8 +632,8 @@ func (s *Sampler) Close() error {
 	if s.insp != nil {
 		errs = append(errs, s.insp.Close())
 	}
-	if s.pg != nil {
-		errs = append(errs, s.pg.Close())
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
 	}
 	if s.sqlite != nil {
 		errs = append(errs, s.sqlite.Close())
@@ -654,7 +679,7 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 			return reading{err: fmt.Errorf("database probe: %w", ctx.Err())}
 		}
 	}
-	st, err := s.pg.Read(ctx)
+	st, err := s.db.Read(ctx)
 	return reading{pg: st, err: err}
 }
 

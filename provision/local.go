@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +58,8 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		return Environment{}, fmt.Errorf("%w: the local provider needs target.command (the argv of the target process)", ErrInvalidSpec)
 	}
 	kind := dbKind(spec.Database)
-	if kind != "" && kind != "postgres" {
-		return Environment{}, fmt.Errorf("%w: database.kind %q: want none or postgres", ErrInvalidSpec, spec.Database.Kind)
+	if err := checkDatabaseKind(kind); err != nil {
+		return Environment{}, err
 	}
 	env = Environment{
 		ID:          EnvironmentID(req.RunID, req.Incarnation),
@@ -100,9 +101,13 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 	}()
 
 	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation, EnvDir: envDir}
-	if kind == "postgres" {
-		db, err := l.startPostgres(ctx, env.ID, envDir, spec.Database, func(p Process) {
-			env.Database = &DatabaseEndpoint{Kind: "postgres", Process: p}
+	if kind != "" {
+		start := l.startPostgres
+		if scenarios.IsMySQL(kind) {
+			start = l.startMySQL
+		}
+		db, err := start(ctx, env.ID, envDir, spec.Database, func(p Process) {
+			env.Database = &DatabaseEndpoint{Kind: kind, Process: p}
 			_ = writeState(envDir, env)
 		})
 		if err != nil {
@@ -229,10 +234,17 @@ func (l *Local) Teardown(ctx context.Context, env Environment) error {
 		errs = append(errs, fmt.Errorf("stop target: %w", err))
 	}
 	if db := env.Database; db != nil {
-		if err := stopProcesses(ctx, db.Process.PID, markerFor(env.ID, "postgres"), syscall.SIGINT, l.opts.StopGrace); err != nil {
-			errs = append(errs, fmt.Errorf("stop postgres: %w", err))
+		role := dbRole(db.Kind)
+		// PostgreSQL's fast shutdown is SIGINT; MySQL, MariaDB and MongoDB
+		// shut down cleanly on SIGTERM.
+		sig := syscall.SIGTERM
+		if role == "postgres" {
+			sig = syscall.SIGINT
+		}
+		if err := stopProcesses(ctx, db.Process.PID, markerFor(env.ID, role), sig, l.opts.StopGrace); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", role, err))
 		} else if err := removeOwnedDir(db.Process.DataDir, env.ID); err != nil {
-			errs = append(errs, fmt.Errorf("remove postgres data: %w", err))
+			errs = append(errs, fmt.Errorf("remove %s data: %w", role, err))
 		}
 	}
 	if len(errs) == 0 {
@@ -257,8 +269,9 @@ func (l *Local) Check(ctx context.Context, env Environment) error {
 		return &ExitError{processExit(window.EventTargetExit, "target", env.Target.PID, filepath.Join(env.EnvDir, "target.log"))}
 	}
 	if db := env.Database; db != nil && db.Process.PID > 0 {
-		if !alive(db.Process.PID) || !hasMarker(db.Process.PID, markerFor(env.ID, "postgres")) {
-			return &ExitError{processExit(window.EventDatabaseExit, "database (postgres)", db.Process.PID, filepath.Join(env.EnvDir, "postgres.log"))}
+		role := dbRole(db.Kind)
+		if !alive(db.Process.PID) || !hasMarker(db.Process.PID, markerFor(env.ID, role)) {
+			return &ExitError{processExit(window.EventDatabaseExit, "database ("+role+")", db.Process.PID, filepath.Join(env.EnvDir, role+".log"))}
 		}
 	}
 	if err := dialURL(ctx, env.TargetURL); err != nil {
@@ -456,6 +469,23 @@ func probeOnce(ctx context.Context, baseURL, health string) error {
 		return fmt.Errorf("GET %s: %s", health, resp.Status)
 	}
 	return nil
+}
+
+// checkDatabaseKind refuses a database.kind no provider can run.
+func checkDatabaseKind(kind string) error {
+	if kind == "" || slices.Contains(scenarios.DatabaseKinds, kind) {
+		return nil
+	}
+	return fmt.Errorf("%w: database.kind %q: want none, %s", ErrInvalidSpec, kind, strings.Join(scenarios.DatabaseKinds, ", "))
+}
+
+// dbRole is the marker role of an environment's database process: its
+// kind, with "postgres" for environments recorded before kinds were stored.
+func dbRole(kind string) string {
+	if kind == "" {
+		return "postgres"
+	}
+	return kind
 }
 
 func dbKind(db scenarios.Database) string {

@@ -48,8 +48,12 @@ func assertGone(t *testing.T, env Environment) {
 	if pids := markedPIDs(markerFor(env.ID, "")); len(pids) > 0 {
 		t.Errorf("target processes still running: %v", pids)
 	}
-	if pids := markedPIDs(markerFor(env.ID, "postgres")); len(pids) > 0 {
-		t.Errorf("postgres processes still running: %v", pids)
+	role := "postgres"
+	if env.Database != nil {
+		role = dbRole(env.Database.Kind)
+	}
+	if pids := markedPIDs(markerFor(env.ID, role)); len(pids) > 0 {
+		t.Errorf("%s processes still running: %v", role, pids)
 	}
 	if env.Target.PID > 0 && alive(env.Target.PID) {
 		t.Errorf("target pid %d still alive", env.Target.PID)

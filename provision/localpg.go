@@ -167,7 +167,7 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	log.Info("postgres ready", "port", port, "seconds", time.Since(start).Seconds())
 	return localDB{
 		endpoint: DatabaseEndpoint{Kind: "postgres", URL: dsn, TargetURL: dsn, Process: proc},
-		template: templateDB{URL: dsn, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
+		template: templateDB{URL: dsn, DSN: dsn, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
 	}, nil
 }
 

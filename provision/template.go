@@ -28,7 +28,10 @@ type templateData struct {
 }
 
 type templateDB struct {
-	URL      string // the DSN the target uses
+	URL string // the database's URL in its own scheme (postgres://, mysql://, mariadb://, mongodb://)
+	// DSN is the form the usual Go driver takes: the URL for PostgreSQL and
+	// MongoDB, user:password@tcp(host:port)/name for MySQL and MariaDB.
+	DSN      string
 	Host     string
 	Port     int
 	Name     string

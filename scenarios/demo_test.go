@@ -26,7 +26,13 @@ func withoutLines(setup []scenarios.Step, ops []scenarios.Op) ([]scenarios.Step,
 // providers, and drives exactly parse-mix.yaml's setup and ops (it holds a
 // copy, since a scenario cannot include another).
 func TestDemoScenario(t *testing.T) {
-	demo, err := scenarios.LoadFile("demo.yaml")
+	for _, tt := range []struct{ file, kind string }{{"demo.yaml", "postgres"}, {"demo-mysql.yaml", "mysql"}} {
+		t.Run(tt.file, func(t *testing.T) { testDemoScenario(t, tt.file, tt.kind) })
+	}
+}
+
+func testDemoScenario(t *testing.T, file, kind string) {
+	demo, err := scenarios.LoadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,15 +43,15 @@ func TestDemoScenario(t *testing.T) {
 	gotSetup, gotOps := withoutLines(demo.Setup, demo.Ops)
 	wantSetup, wantOps := withoutLines(mix.Setup, mix.Ops)
 	if !reflect.DeepEqual(gotSetup, wantSetup) {
-		t.Errorf("demo.yaml setup differs from parse-mix.yaml's:\n got %+v\nwant %+v", gotSetup, wantSetup)
+		t.Errorf("%s setup differs from parse-mix.yaml's:\n got %+v\nwant %+v", file, gotSetup, wantSetup)
 	}
 	if !reflect.DeepEqual(gotOps, wantOps) {
-		t.Errorf("demo.yaml ops differ from parse-mix.yaml's:\n got %+v\nwant %+v", gotOps, wantOps)
+		t.Errorf("%s ops differ from parse-mix.yaml's:\n got %+v\nwant %+v", file, gotOps, wantOps)
 	}
 
 	env := demo.Environment
 	if env.Target.Build == nil {
-		t.Fatal("demo.yaml has no target.build for the local provider")
+		t.Fatalf("%s has no target.build for the local provider", file)
 	}
 	abs, _ := filepath.Abs(filepath.Join("..", "examples", "demo-target"))
 	checks := []struct {
@@ -58,7 +64,7 @@ func TestDemoScenario(t *testing.T) {
 		{"command", env.Target.Command, []string{"{{.EnvDir}}/demo-target"}},
 		{"DATABASE_URL", env.Target.Env["DATABASE_URL"], "{{.Database.URL}}"},
 		{"health", env.Target.Health, "/health"},
-		{"database.kind", env.Database.Kind, "postgres"},
+		{"database.kind", env.Database.Kind, kind},
 		{"database.image (provider default)", env.Database.Image, ""},
 		{"vus", demo.Load.VUs, 16},
 		{"window", demo.Load.Window.D().String(), "10s"},
@@ -72,7 +78,7 @@ func TestDemoScenario(t *testing.T) {
 		}
 	}
 	if _, err := scenarios.Compile(demo, scenarios.CompileOptions{}); err != nil {
-		t.Errorf("Compile(demo.yaml): %v", err)
+		t.Errorf("Compile(%s): %v", file, err)
 	}
 }
 

@@ -225,7 +225,7 @@ environment:
     port: 70000
     health: healthz
     resources: {memory: lots}
-  database: {kind: mysql}
+  database: {kind: oracle}
 `, []string{
 			`4: provider "kubernetes" is not one of local, docker, auto`,
 			`6: target.url: host "example.com" is not a loopback address (127.0.0.1, ::1, localhost): longhaul only sends load to this machine`,
@@ -233,7 +233,7 @@ environment:
 			`8: target.port must be within 0..65535, got 70000`,
 			`9: target.health is a path and must start with "/", got "healthz"`,
 			`10: resources.memory "lots" is not a size (e.g. 512m, 1g)`,
-			`11: database.kind "mysql" is not one of none, postgres`}},
+			`11: database.kind "oracle" is not one of none, postgres, mysql, mariadb`}},
 		{"providers", `name: x
 ops: [{name: a, request: {path: /}}]
 environment:

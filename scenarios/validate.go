@@ -470,12 +470,12 @@ func (v *validator) validateEnvironment() {
 	v.validateProtocol()
 	switch e.Database.Kind {
 	case "", "none":
-	case "postgres":
+	case "postgres", "mysql", "mariadb":
 		if e.Provider == "" {
-			v.errf(ep("database", "kind"), "database.kind postgres needs a provider (local, docker or auto) to run it")
+			v.errf(ep("database", "kind"), "database.kind %s needs a provider (local, docker or auto) to run it", e.Database.Kind)
 		}
 	default:
-		v.errf(ep("database", "kind"), "database.kind %q is not one of none, postgres", e.Database.Kind)
+		v.errf(ep("database", "kind"), "database.kind %q is not one of none, %s", e.Database.Kind, strings.Join(DatabaseKinds, ", "))
 	}
 }
 

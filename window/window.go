@@ -318,11 +318,18 @@ type SQLiteTable struct {
 	Estimated bool   `json:"estimated,omitempty"`
 }
 
-// Database holds one window's PostgreSQL statistics deltas.
+// Database holds one window's database statistics deltas: PostgreSQL's
+// pg_stat_*, or the same shape read from MySQL/MariaDB (see
+// probes.PGStats for what each field holds there).
 type Database struct {
 	// TuplesReturned and Commits are pg_stat_database deltas over the window.
 	TuplesReturned int64 `json:"tuples_returned"`
 	Commits        int64 `json:"commits"`
+	// Statements is the statements the clients sent in the window where the
+	// database counts them (MySQL, MariaDB), and
+	// StatementsPerRequest that per driver request; 0 where not counted.
+	Statements           int64   `json:"statements,omitempty"`
+	StatementsPerRequest float64 `json:"statements_per_request,omitempty"`
 	// RowsReadPerRequest is the rows read (seq_tup_read + idx_tup_fetch over
 	// all user tables) per driver request in the window.
 	RowsReadPerRequest float64 `json:"rows_read_per_request"`

@@ -247,6 +247,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // openStore opens PostgreSQL when cfg.DatabaseURL is set, else SQLite; cleanup
 // closes it and removes a temporary SQLite file.
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, func(), error) {
+	if isMySQLURL(cfg.DatabaseURL) {
+		st, err := openMySQL(ctx, cfg.DatabaseURL, cfg.IndexBucket, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.close, nil
+	}
 	if cfg.DatabaseURL != "" {
 		st, err := openPostgres(ctx, cfg.DatabaseURL, cfg.IndexBucket, log)
 		if err != nil {
