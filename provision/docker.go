@@ -127,7 +127,7 @@ func labelsFor(env Environment) map[string]string {
 // Available reports whether the images spec needs are present or can be
 // pulled (a git-ref build is assumed buildable). Provider "auto" uses it.
 func (d *Docker) Available(ctx context.Context, spec scenarios.Environment) error {
-	if dbKind(spec.Database) == "postgres" {
+	if dbKind(spec.Database) != "" {
 		if _, _, err := d.databaseImage(ctx, spec.Database); err != nil {
 			return err
 		}
@@ -200,21 +200,32 @@ func (d *Docker) pull(ctx context.Context, ref string) error {
 	return nil
 }
 
-// databaseImage returns the database image to run, whether it is the offline
-// fallback, and a note when it fell back.
-func (d *Docker) databaseImage(ctx context.Context, db scenarios.Database) (img string, offline bool, err error) {
-	want := db.Image
-	if want == "" {
-		want = d.opts.PostgresImage
+// databaseImages returns the image database.kind asks for (database.image,
+// else the kind's default) and the kind's offline fallback.
+func (d *Docker) databaseImages(db scenarios.Database) (want, offline string) {
+	switch dbKind(db) {
+	case "mysql":
+		want, offline = DefaultMySQLImage, OfflineMySQLImage
+	case "mariadb":
+		want, offline = DefaultMariaDBImage, OfflineMySQLImage
+	default:
+		want, offline = d.opts.PostgresImage, d.opts.OfflineImage
 	}
+	return firstNonEmpty(db.Image, want), offline
+}
+
+// databaseImage returns the database image to run and whether it is the
+// offline fallback.
+func (d *Docker) databaseImage(ctx context.Context, db scenarios.Database) (img string, offline bool, err error) {
+	want, fallback := d.databaseImages(db)
 	err = d.ensureImage(ctx, want, "database.image")
 	if err == nil {
-		return want, want == d.opts.OfflineImage, nil
+		return want, want == fallback, nil
 	}
-	if want != d.opts.OfflineImage && d.imagePresent(ctx, d.opts.OfflineImage) {
-		return d.opts.OfflineImage, true, nil
+	if want != fallback && d.imagePresent(ctx, fallback) {
+		return fallback, true, nil
 	}
-	return "", false, fmt.Errorf("%w: database image %s is not present and cannot be pulled, and the offline fallback %s is absent too: run scripts/offline-images.sh to build it, or set database.image to a local PostgreSQL image", ErrImageMissing, want, d.opts.OfflineImage)
+	return "", false, fmt.Errorf("%w: database image %s is not present and cannot be pulled, and the offline fallback %s is absent too: run scripts/offline-images.sh to build it, or set database.image to a local %s image", ErrImageMissing, want, fallback, dbKind(db))
 }
 
 // Provision brings up the run incarnation's network, PostgreSQL (when asked)
@@ -226,8 +237,8 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	spec := req.Spec
 	t := spec.Target
 	kind := dbKind(spec.Database)
-	if kind != "" && kind != "postgres" {
-		return Environment{}, fmt.Errorf("%w: database.kind %q: want none or postgres", ErrInvalidSpec, spec.Database.Kind)
+	if err := checkDatabaseKind(kind); err != nil {
+		return Environment{}, err
 	}
 	limits, err := containerLimits(t.Resources)
 	if err != nil {
@@ -247,11 +258,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	// Resolve images first: a missing image or a failed build creates nothing.
 	var dbImage string
 	var offline bool
-	if kind == "postgres" {
+	if kind != "" {
 		if dbImage, offline, err = d.databaseImage(ctx, spec.Database); err != nil {
 			return env, err
 		}
-		want := firstNonEmpty(spec.Database.Image, d.opts.PostgresImage)
+		want, _ := d.databaseImages(spec.Database)
 		if dbImage != want {
 			note := fmt.Sprintf("database image %s is absent and cannot be pulled; using the offline image %s", want, dbImage)
 			log.Warn(note)
@@ -298,8 +309,12 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	if err != nil {
 		return env, err
 	}
-	if kind == "postgres" {
-		db, tdb, err := d.startPostgres(ctx, env, dbImage, offline, spec.Database, labels)
+	if kind != "" {
+		start := d.startPostgres
+		if scenarios.IsMySQL(kind) {
+			start = d.startMySQL
+		}
+		db, tdb, err := start(ctx, env, dbImage, offline, spec.Database, labels)
 		if db != nil {
 			env.Database = db
 		}
@@ -490,7 +505,7 @@ func (d *Docker) startPostgres(ctx context.Context, env Environment, img string,
 	}
 	db.URL = postgresURL(usr, pw, "127.0.0.1", int(mapped.Num()), name)
 	db.TargetURL = postgresURL(usr, pw, "db", 5432, name)
-	return db, &templateDB{URL: db.TargetURL, Host: "db", Port: 5432, Name: name, User: usr, Password: pw}, nil
+	return db, &templateDB{URL: db.TargetURL, DSN: db.TargetURL, Host: "db", Port: 5432, Name: name, User: usr, Password: pw}, nil
 }
 
 // runPostgres starts a PostgreSQL container in the shape of the

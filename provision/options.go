@@ -19,6 +19,14 @@ const (
 	// OfflinePostgresImage is built by scripts/offline-images.sh from Debian
 	// packages; it is used when the requested image is absent and cannot be pulled.
 	OfflinePostgresImage = "longhaul/postgres:15-offline"
+	// DefaultMySQLImage and DefaultMariaDBImage are the database images of
+	// database.kind mysql and mariadb when database.image is empty.
+	DefaultMySQLImage   = "mysql:8.4"
+	DefaultMariaDBImage = "mariadb:11"
+	// OfflineMySQLImage is MariaDB from Debian packages, built by
+	// scripts/offline-images.sh: the fallback of both kinds (MariaDB speaks
+	// MySQL's protocol) when their image is absent and cannot be pulled.
+	OfflineMySQLImage = "longhaul/mariadb:offline"
 	// DefaultHealthTimeout bounds the wait for target.health (and the
 	// database) when the spec gives none.
 	DefaultHealthTimeout = 60 * time.Second

@@ -7,6 +7,12 @@
 #                                  with an entrypoint that initialises the cluster from
 #                                  POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB /
 #                                  PGDATA like the official postgres image.
+#   longhaul/mariadb:offline       MariaDB 10.11 from Debian packages (debootstrap), with
+#                                  an entrypoint that initialises the data directory from
+#                                  MYSQL_ROOT_PASSWORD / MYSQL_USER / MYSQL_PASSWORD /
+#                                  MYSQL_DATABASE (or the MARIADB_ names) like the official
+#                                  mysql and mariadb images: database.kind mysql/mariadb.
+#                                  (MongoDB has no Debian package: bring your own image.)
 #   longhaul/demo-target:latest    examples/demo-target, a static Go binary FROM scratch.
 #   longhaul/longhaul:latest       longhaul itself: the Dockerfile's runtime stage on a
 #                                  binary built here (the Dockerfile's build stage needs
@@ -16,9 +22,9 @@
 #                                  VictoriaMetrics from Debian's victoria-metrics package
 #                                  (debootstrap, like PostgreSQL), for docker-compose.yml.
 #
-# Usage: scripts/offline-images.sh [--force] [--refresh] [postgres|demo-target|longhaul|victoria-metrics]...
+# Usage: scripts/offline-images.sh [--force] [--refresh] [postgres|mariadb|demo-target|longhaul|victoria-metrics]...
 #
-# With no image named, it builds all four. It is idempotent: an image that exists is
+# With no image named, it builds all five. It is idempotent: an image that exists is
 # skipped unless what it was built from changed (the recipe's functions in this script
 # for PostgreSQL and VictoriaMetrics, the Go sources for the demo target and longhaul:
 # a label records a hash); --force rebuilds the images; --refresh also runs debootstrap
@@ -31,6 +37,7 @@
 set -euo pipefail
 
 readonly PG_IMAGE=longhaul/postgres:15-offline
+readonly MARIADB_IMAGE=longhaul/mariadb:offline
 readonly DEMO_IMAGE=longhaul/demo-target:latest
 readonly LONGHAUL_IMAGE=longhaul/longhaul:latest
 readonly VM_IMAGE=longhaul/victoria-metrics:offline
@@ -42,7 +49,7 @@ refresh=0
 targets=()
 
 usage() {
-	echo "usage: $0 [--force] [--refresh] [postgres|demo-target|longhaul|victoria-metrics]..." >&2
+	echo "usage: $0 [--force] [--refresh] [postgres|mariadb|demo-target|longhaul|victoria-metrics]..." >&2
 	exit 2
 }
 
@@ -50,12 +57,12 @@ for arg in "$@"; do
 	case "$arg" in
 	--force) force=1 ;;
 	--refresh) force=1 refresh=1 ;;
-	postgres | demo-target | longhaul | victoria-metrics) targets+=("$arg") ;;
+	postgres | mariadb | demo-target | longhaul | victoria-metrics) targets+=("$arg") ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "offline-images: unknown argument $arg" >&2; usage ;;
 	esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(postgres demo-target longhaul victoria-metrics)
+[[ ${#targets[@]} -gt 0 ]] || targets=(postgres mariadb demo-target longhaul victoria-metrics)
 
 # Log lines go to fd 3 (the original stderr), so they survive the redirection
 # of a step's own output into a log file.
@@ -265,6 +272,100 @@ build_postgres() {
 	log "built $PG_IMAGE ($(docker image inspect -f '{{.Size}}' "$PG_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
+# write_mariadb_entrypoint mirrors what longhaul relies on from the official
+# mysql/mariadb images' entrypoints: on a first start (an empty data
+# directory) it initialises it, runs a temporary server without networking to
+# create the root password, database and user, then execs the real server as
+# the mysql user with the arguments given (so only the real server logs
+# "port: 3306", which the wait strategy looks for).
+write_mariadb_entrypoint() {
+	cat >"$1" <<'ENTRYPOINT'
+#!/bin/bash
+set -Eeuo pipefail
+
+if [[ ${1:-} == -* ]]; then
+	set -- mariadbd "$@"
+fi
+
+if [[ ${1:-} == mariadbd || ${1:-} == mysqld ]] && [[ $(id -u) == 0 ]]; then
+	: "${MYSQL_ROOT_PASSWORD:=${MARIADB_ROOT_PASSWORD:-}}"
+	: "${MYSQL_USER:=${MARIADB_USER:-}}"
+	: "${MYSQL_PASSWORD:=${MARIADB_PASSWORD:-}}"
+	: "${MYSQL_DATABASE:=${MARIADB_DATABASE:-}}"
+	: "${MYSQL_ALLOW_EMPTY_PASSWORD:=${MARIADB_ALLOW_EMPTY_ROOT_PASSWORD:-}}"
+	datadir=/var/lib/mysql
+	mkdir -p "$datadir" /run/mysqld
+	chown mysql:mysql "$datadir" /run/mysqld
+	if [[ ! -d $datadir/mysql ]]; then
+		if [[ -z $MYSQL_ROOT_PASSWORD && -z $MYSQL_ALLOW_EMPTY_PASSWORD ]]; then
+			echo 'error: database is uninitialized and the root password is not specified.' >&2
+			echo '       Set MYSQL_ROOT_PASSWORD (or MYSQL_ALLOW_EMPTY_PASSWORD=yes).' >&2
+			exit 1
+		fi
+		echo 'initialising the data directory'
+		mariadb-install-db --no-defaults --user=mysql --datadir="$datadir" 			--auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >/dev/null
+		setpriv --reuid=mysql --regid=mysql --init-groups mariadbd --no-defaults --datadir="$datadir" 			--skip-networking --socket=/run/mysqld/init.sock --skip-log-bin &
+		pid=$!
+		for _ in $(seq 1 300); do
+			mariadb --socket=/run/mysqld/init.sock -uroot -e 'SELECT 1' >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		sq() { printf "'%s'" "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/''/g")"; }
+		bq() { printf '`%s`' "$(printf '%s' "$1" | sed -e 's/`/``/g')"; }
+		{
+			echo "CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY $(sq "$MYSQL_ROOT_PASSWORD");"
+			echo "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;"
+			echo "ALTER USER 'root'@'localhost' IDENTIFIED BY $(sq "$MYSQL_ROOT_PASSWORD");"
+			if [[ -n $MYSQL_DATABASE ]]; then
+				echo "CREATE DATABASE IF NOT EXISTS $(bq "$MYSQL_DATABASE");"
+			fi
+			if [[ -n $MYSQL_USER && $MYSQL_USER != root ]]; then
+				echo "CREATE USER IF NOT EXISTS $(sq "$MYSQL_USER")@'%' IDENTIFIED BY $(sq "$MYSQL_PASSWORD");"
+				if [[ -n $MYSQL_DATABASE ]]; then
+					echo "GRANT ALL PRIVILEGES ON $(bq "$MYSQL_DATABASE").* TO $(sq "$MYSQL_USER")@'%';"
+				fi
+			fi
+			echo "FLUSH PRIVILEGES;"
+		} | mariadb --socket=/run/mysqld/init.sock -uroot
+		kill "$pid"
+		wait "$pid" || true
+		echo 'MariaDB init process complete; ready for start up.'
+	fi
+	shift
+	exec setpriv --reuid=mysql --regid=mysql --init-groups mariadbd --no-defaults --datadir="$datadir" 		--bind-address=0.0.0.0 --port=3306 --socket=/run/mysqld/mysqld.sock --skip-name-resolve "$@"
+fi
+
+exec "$@"
+ENTRYPOINT
+	chmod 755 "$1"
+}
+
+build_mariadb() {
+	local rootfs=$cache_dir/mariadb-rootfs old
+	debootstrap_rootfs mariadb mariadb-server "$rootfs"
+	log "trimming the root filesystem"
+	# The package's own data directory is replaced by the one the entrypoint
+	# initialises on the container's volume.
+	rm -rf "$rootfs"/var/lib/mysql/*
+	rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log \
+		"$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/*
+	mkdir -p "$rootfs"/usr/local/bin
+	write_mariadb_entrypoint "$rootfs/usr/local/bin/docker-entrypoint.sh"
+	old=$(docker image inspect -f '{{.Id}}' "$MARIADB_IMAGE" 2>/dev/null || true)
+	timed "docker import $MARIADB_IMAGE" bash -c '
+		tar --numeric-owner --exclude=./.longhaul-complete --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* \
+			-C "$1" -c . | docker import \
+			--change "ENV LANG=C.UTF-8" \
+			--change "LABEL org.opencontainers.image.title=mariadb-offline dev.longhaul.offline=true dev.longhaul.source-hash=$4" \
+			--change "ENTRYPOINT [\"docker-entrypoint.sh\"]" \
+			--change "CMD [\"mariadbd\"]" \
+			--change "EXPOSE 3306" \
+			--message "longhaul offline MariaDB (Debian $3)" - "$2" >/dev/null' \
+		_ "$rootfs" "$MARIADB_IMAGE" "$SUITE" "$(recipe_hash build_mariadb write_mariadb_entrypoint)"
+	remove_replaced "$old" "$MARIADB_IMAGE"
+	log "built $MARIADB_IMAGE ($(docker image inspect -f '{{.Size}}' "$MARIADB_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
+}
+
 # recipe_hash FUNCTION... identifies an image's recipe: the functions that build
 # it (and the suite), so an edit elsewhere in this script rebuilds nothing.
 recipe_hash() { { echo "$SUITE"; declare -f "$@" debootstrap_rootfs; } | sha256sum | cut -c1-16; }
@@ -406,6 +507,13 @@ for t in "${targets[@]}"; do
 			log "$PG_IMAGE exists and is up to date; skipping (--force rebuilds)"
 		else
 			build_postgres
+		fi
+		;;
+	mariadb)
+		if [[ $force == 0 ]] && up_to_date "$MARIADB_IMAGE" "$(recipe_hash build_mariadb write_mariadb_entrypoint)"; then
+			log "$MARIADB_IMAGE exists and is up to date; skipping (--force rebuilds)"
+		else
+			build_mariadb
 		fi
 		;;
 	victoria-metrics)

@@ -11,6 +11,8 @@
 #   node-offheap  examples/node-target, --target-env LEAK_BUFFER_BYTES=2048  → leak outside the heap
 #   sqlite-noindex  demo target on SQLite, --target-env DEMO_INDEX_BUCKET=false → collapse naming items and op list
 #   sqlite-clean  demo target on SQLite                                        → no warning-or-worse finding
+#   mysql-leak, mysql-noindex, mysql-clean   the demo target over MySQL/MariaDB (mysql-*.yaml),
+#                 as leak, noindex and clean (not in the default set: -variants mysql-noindex,…)
 #
 # It prints a table and writes bench/accuracy/RESULTS.md. 80 soaks take about
 # 2.5 hours; run from anywhere. Arguments go to the runner, e.g.
@@ -34,7 +36,7 @@ go build -o "$work/longhaul" ./cmd/longhaul
 
 if [[ " $* " != *" -providers local "* ]]; then
 	log "checking the offline images (docker provider)"
-	scripts/offline-images.sh demo-target postgres
+	scripts/offline-images.sh demo-target postgres mariadb
 	bench/accuracy/node-image.sh
 fi
 

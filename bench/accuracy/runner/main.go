@@ -65,6 +65,11 @@ var variants = []variant{
 	// machine's noise; in 3 minutes (20k rows) it more than doubles.
 	{"sqlite-noindex", "sqlite-%s.yaml", []string{"DEMO_INDEX_BUCKET=false"}, "collapse on items, op list", wantCollapseItemsList, 3 * time.Minute},
 	{"sqlite-clean", "sqlite-%s.yaml", nil, "no warning-or-worse", wantNothing, 3 * time.Minute},
+	// The MySQL twins: the demo target over MariaDB (local) or mysql:8.4 /
+	// the offline MariaDB image (docker), the performance schema probe.
+	{"mysql-leak", "mysql-%s.yaml", []string{"DEMO_LEAK_BYTES=2048"}, "leak", wantLeak, 90 * time.Second},
+	{"mysql-noindex", "mysql-%s.yaml", []string{"DEMO_INDEX_BUCKET=false"}, "collapse on items", wantCollapseItems, 90 * time.Second},
+	{"mysql-clean", "mysql-%s.yaml", nil, "no warning-or-worse", wantNothing, 90 * time.Second},
 }
 
 func verdicts(fs []analysis.Finding) []analysis.Finding {
