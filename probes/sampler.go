@@ -294,7 +294,7 @@ func New(cfg Config) (*Sampler, error) {
 	// Database.
 	pgOn, pgSet := spec.PostgresOn()
 	if pgSet && pgOn && cfg.DatabaseURL == "" {
-		return nil, bad("probes.database: there is no database to sample; set environment.database.kind: postgres or remove database: true")
+		return nil, bad("probes.database: there is no database to sample; set environment.database.kind (postgres, mysql, mariadb) or remove database: true")
 	}
 	if tmpl := spec.SQLitePath(); tmpl != "" {
 		path := cfg.SQLitePath

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/longhaul-dev/longhaul/internal/mysqlserver"
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
@@ -88,9 +89,14 @@ func preflightDocker(ctx context.Context, spec scenarios.Environment, opts Optio
 // preflightLocal checks what the local provider needs from this host.
 func preflightLocal(spec scenarios.Environment) error {
 	t := spec.Target
-	if dbKind(spec.Database) == "postgres" {
+	switch kind := dbKind(spec.Database); {
+	case kind == "postgres":
 		if _, err := PostgresBinDir(); err != nil {
 			return err
+		}
+	case scenarios.IsMySQL(kind):
+		if _, err := mysqlserver.Find(); err != nil {
+			return fmt.Errorf("%w: database.kind %s on the local provider: %v, or use provider: docker", ErrInvalidSpec, kind, err)
 		}
 	}
 	if t.Dir != "" {

@@ -520,7 +520,7 @@ func TestProbesForTargetKind(t *testing.T) {
 		{"process off on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "process: false", ""},
 		{"heap on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "heap: {metric: {}}", ""},
 		{"process on command", "environment: {provider: local, target: {command: [app]}}", "process: true", ""},
-		{"database on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "database: true", "database.kind: postgres"},
+		{"database on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "database: true", "set environment.database.kind (postgres, mysql, mariadb)"},
 		{"database with postgres", "environment: {provider: local, target: {command: [app]}, database: {kind: postgres}}", "database: true", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

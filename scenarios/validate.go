@@ -527,8 +527,8 @@ func (v *validator) validateProbes() {
 	// to check the database probe against.
 	t := v.s.Environment.Target
 	hasTarget := t.URL != "" || t.Image != "" || t.Build != nil || len(t.Command) > 0
-	if on, set := v.s.Probes.PostgresOn(); hasTarget && set && on && v.s.Environment.Database.Kind != "postgres" {
-		v.errf(p("probes", "database"), "probes.database: true samples the PostgreSQL longhaul provisions, and there is none: set environment.database.kind: postgres, or remove database: true")
+	if on, set := v.s.Probes.PostgresOn(); hasTarget && set && on && !slices.Contains(DatabaseKinds, v.s.Environment.Database.Kind) {
+		v.errf(p("probes", "database"), "probes.database: true samples the database longhaul provisions, and there is none: set environment.database.kind (%s), or remove database: true", strings.Join(DatabaseKinds, ", "))
 	}
 	if d := v.s.Probes.Database; d != nil && d.Postgres == nil {
 		where := p("probes", "database", "sqlite")
