@@ -81,9 +81,8 @@ func run(args []string) error {
 			return err
 		}
 		srv.Protocols.SetHTTP2(true)
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
-		ln = tls.NewListener(ln, srv.TLSConfig.Clone())
-		srv.TLSConfig.NextProtos = []string{"h2", "http/1.1"}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	} else {
 		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
