@@ -416,7 +416,7 @@ func TestAnalyzeCommand(t *testing.T) {
 		{"text", []string{run.ID}, exitOK, []string{
 			"run run-no-probes: 20 windows analysed, warm-up 2s",
 			"probe problems:\n  heap.metric: failing in 15 of 20 windows (windows 5-19): GET /metrics: 404 Not Found",
-			"info missing_evidence:", "missing heap_bytes, database, cpu_seconds", "the heap.metric probe failed: GET /metrics: 404 Not Found"}},
+			"info missing_evidence:", "missing post-GC heap, database statistics, target CPU time", "the heap.metric probe failed: GET /metrics: 404 Not Found"}},
 		{"json", []string{run.ID, "--format", "json", "--warmup", "3s"}, exitOK, []string{
 			`"type":"analysis"`, `"warmup_s":3`, `"kind":"missing_evidence"`, `"missing":["heap_bytes","database","cpu_seconds"]`, `"probe":"heap.metric"`}},
 		{"unknown run", []string{"no-such-run"}, exitBadInput, []string{"no run no-such-run in"}},
