@@ -38,6 +38,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/netns"
+	"github.com/longhaul-dev/longhaul/probes"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
@@ -119,6 +120,8 @@ type Store interface {
 	store.Comparisons
 	// The measurement slots of the worker hosts.
 	store.Slots
+	// The target's profiles, taken during drives.
+	store.Profiles
 }
 
 // ProvisionRequest asks for one incarnation of a run's environment.
@@ -242,6 +245,15 @@ type Prober interface {
 	// Sample fills w.Probes for the window that just closed; it never fails.
 	Sample(ctx context.Context, w *window.Window)
 	Close() error
+}
+
+// ProfileTaker is a Prober that also takes profiles of the target
+// (probes.Profiler): Profiles is called after each window is committed and
+// returns the profiles finished since; FinishProfiles when the drive ends,
+// before Close.
+type ProfileTaker interface {
+	Profiles(w window.Window) []probes.TakenProfile
+	FinishProfiles() []probes.TakenProfile
 }
 
 // ProberFactory starts the probes of one drive on env.

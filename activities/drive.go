@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/longhaul-dev/longhaul/probes"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/targetlog"
@@ -140,6 +141,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	// start at all: the run's report and page then say why its windows
 	// have no server-side readings, instead of a log line only.
 	var probesDown []window.ProbeFailure
+	var profiler ProfileTaker
 	if a.Probes != nil {
 		p, err := a.Probes(ctx, in.Env, s.Probes)
 		if err != nil {
@@ -148,7 +150,14 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		} else {
 			prober = p
 			defer prober.Close()
+			profiler, _ = p.(ProfileTaker)
 		}
+	}
+	if profiler != nil {
+		// Deferred after Close, so it runs first: the heap at the drive's end.
+		defer func() {
+			a.storeProfiles(context.WithoutCancel(ctx), in, profiler.FinishProfiles())
+		}()
 	}
 
 	hb := newHeartbeater(ctx, Progress{Incarnation: in.Incarnation, LastIndex: first - 1})
@@ -197,6 +206,9 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			return fmt.Errorf("commit window %d: %w", w.Index, err)
 		}
 		inc(committed)
+		if profiler != nil {
+			a.storeProfiles(context.WithoutCancel(ctx), in, profiler.Profiles(w))
+		}
 		if push != nil {
 			push.Window(ctx, w)
 		}
@@ -395,4 +407,42 @@ func (h *heartbeater) record(p Progress) {
 func (h *heartbeater) stop() {
 	close(h.done)
 	h.wg.Wait()
+}
+
+// storeProfiles keeps the profiles a drive took. Of the heap profiles only
+// the incarnation's first and latest are kept: a leak's evidence is the
+// heap at the start and at the end of its range, and a week-long soak
+// would otherwise keep thousands. A profile that cannot be stored is
+// logged; it is not a window, and the drive goes on.
+func (a *Activities) storeProfiles(ctx context.Context, in DriveInput, ps []probes.TakenProfile) {
+	log := a.logger().With("run", in.RunID, "incarnation", in.Incarnation)
+	for _, tp := range ps {
+		p := store.Profile{
+			RunID: in.RunID, Kind: store.ProfileKind(tp.Kind), Incarnation: in.Incarnation, Index: tp.Index,
+			Start: tp.Start, Duration: tp.Duration, Requests: tp.Requests, Data: tp.Data,
+		}
+		if err := a.Store.PutProfile(ctx, p); err != nil {
+			log.Warn("a profile of the target was not stored", "kind", tp.Kind, "window", tp.Index, "err", err)
+			continue
+		}
+		if p.Kind != store.ProfileHeap {
+			continue
+		}
+		heaps, err := a.Store.Profiles(ctx, in.RunID, store.ProfileQuery{Kind: store.ProfileHeap})
+		if err != nil {
+			log.Warn("read the run's heap profiles", "err", err)
+			continue
+		}
+		var mine []store.Profile
+		for _, h := range heaps {
+			if h.Incarnation == in.Incarnation {
+				mine = append(mine, h)
+			}
+		}
+		for i := 1; i < len(mine)-1; i++ {
+			if err := a.Store.DeleteProfile(ctx, in.RunID, store.ProfileHeap, in.Incarnation, mine[i].Index); err != nil {
+				log.Warn("drop a superseded heap profile", "window", mine[i].Index, "err", err)
+			}
+		}
+	}
 }

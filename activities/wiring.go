@@ -128,8 +128,15 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			route.Close()
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
+		var prof *probes.Profiler
+		if spec.Profile != nil && spec.Profile.Pprof != "" {
+			if prof, err = probes.NewProfiler(probes.ProfilerConfig{Spec: *spec.Profile, TargetURL: route.URL, Dial: route.Dial, Logger: logger}); err != nil {
+				logger.Warn("profiles unavailable", "probe", probes.ProbeProfile, "err", err)
+				static = append(static, window.ProbeFailure{Probe: probes.ProbeProfile, Error: err.Error()})
+			}
+		}
 		s.Start(ctx)
-		p := &serverProber{s: s, route: route, static: static, host: probes.NewHostLoad(probes.HostLoadConfig{
+		p := &serverProber{s: s, prof: prof, route: route, static: static, host: probes.NewHostLoad(probes.HostLoadConfig{
 			PIDs:       []int{env.PID, env.DatabasePID},
 			Containers: []string{env.ContainerID, env.DatabaseContainerID},
 		})}
@@ -233,12 +240,30 @@ func shortContainerID(id string) string {
 // each window.
 type serverProber struct {
 	s      *probes.Sampler
+	prof   *probes.Profiler // nil: no profiles
 	host   *probes.HostLoad
 	static []window.ProbeFailure // failures known at start that last the whole drive
 	route  targetRoute
 }
 
-var _ Prober = (*serverProber)(nil)
+var (
+	_ Prober       = (*serverProber)(nil)
+	_ ProfileTaker = (*serverProber)(nil)
+)
+
+func (p *serverProber) Profiles(w window.Window) []probes.TakenProfile {
+	if p.prof == nil {
+		return nil
+	}
+	return p.prof.Window(w)
+}
+
+func (p *serverProber) FinishProfiles() []probes.TakenProfile {
+	if p.prof == nil {
+		return nil
+	}
+	return p.prof.Finish()
+}
 
 func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
 	p.s.Sample(ctx, w)
@@ -252,6 +277,9 @@ func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
 }
 
 func (p *serverProber) Close() error {
+	if p.prof != nil {
+		p.prof.Close()
+	}
 	err := p.s.Close()
 	p.route.Close()
 	return err

@@ -91,6 +91,18 @@ func TestParseProbeDefaults(t *testing.T) {
 	}
 }
 
+func TestParseProfileDefaults(t *testing.T) {
+	s, err := Parse([]byte("name: x\nops: [{name: a, request: {path: /}}]\nprobes: {profile: {pprof: /debug/pprof}}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := *s.Probes.Profile
+	want := Profile{Pprof: "/debug/pprof", Seconds: 5, Every: 5, HeapEvery: 10}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("profile defaults = %+v, want %+v", got, want)
+	}
+}
+
 func TestParseThink(t *testing.T) {
 	tests := []struct {
 		yaml string
@@ -259,6 +271,18 @@ probes:
 			`6: heap.gc_hook.every is a number of windows and must be ≥ 1, got 0`,
 			`7: heap.inspector.port must be within 1..65535, got 70000`,
 			`7: heap.inspector.every is a number of windows and must be ≥ 1, got -1`}},
+		{"profile", "name: x\n" + ops + "probes:\n  profile: {pprof: debug/pprof, seconds: 0, every: 0, heap_every: -1}\n", []string{
+			`4: probes.profile.pprof must be a path starting with "/", e.g. /debug/pprof, got "debug/pprof"`,
+			`4: probes.profile.seconds is the length of a CPU profile and must be ≥ 1, got 0`,
+			`4: probes.profile.every is a number of windows and must be ≥ 1, got 0`,
+			`4: probes.profile.heap_every is a number of windows and must be ≥ 1, got -1`}},
+		{"profile source", "name: x\n" + ops + "probes: {profile: {seconds: 2}}\n", []string{
+			`3: probes.profile needs pprof: /debug/pprof (a Go target's net/http/pprof) or inspector: {port: 9229} (a Node.js target)`}},
+		{"profile overlap", "name: x\n" + ops + "load: {window: 2s}\nprobes: {profile: {pprof: /debug/pprof, seconds: 4, every: 2}}\n", []string{
+			`4: probes.profile.seconds (4 s) must be shorter than every × load.window (2 × 2s), or profiles would overlap`}},
+		{"profile both", "name: x\n" + ops + "probes: {profile: {pprof: /debug/pprof, inspector: {host: example.com}}}\n", []string{
+			`3: probes.profile takes one of pprof and inspector, not both`,
+			`3: profile.inspector.host must be a loopback address (127.0.0.1, ::1, localhost), got "example.com"`}},
 		{"empty heap", "name: x\n" + ops + "probes: {heap: {}}\n", []string{`3: probes.heap needs at least one of metric, gc_hook, inspector`}},
 		{"database probe", "name: x\n" + ops + "probes:\n  database:\n    postgres: true\n", []string{
 			`5: unknown key "postgres" in probes.database (known keys: sqlite; or write database: true for PostgreSQL)`}},

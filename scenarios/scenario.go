@@ -260,6 +260,22 @@ type Probes struct {
 	// database.kind is postgres); `database: {sqlite: PATH}` reads the
 	// target's SQLite file instead (see DatabaseProbe).
 	Database *DatabaseProbe `yaml:"database" json:"database,omitempty"`
+	// Profile samples CPU profiles (and heap profiles) of the target every
+	// few windows; they are stored with the run in pprof format.
+	Profile *Profile `yaml:"profile" json:"profile,omitempty"`
+}
+
+// Profile is the probes.profile setting: a CPU profile of Seconds every
+// Every windows and a heap profile every HeapEvery windows, from a Go
+// target's net/http/pprof (Pprof, e.g. /debug/pprof) or a Node.js target's
+// inspector (Inspector: the Profiler and the sampling heap profiler).
+// Exactly one of Pprof and Inspector is set.
+type Profile struct {
+	Pprof     string     `yaml:"pprof" json:"pprof,omitempty"`
+	Inspector *Inspector `yaml:"inspector" json:"inspector,omitempty"`
+	Seconds   int        `yaml:"seconds" json:"seconds,omitempty"`
+	Every     int        `yaml:"every" json:"every,omitempty"`
+	HeapEvery int        `yaml:"heap_every" json:"heap_every,omitempty"`
 }
 
 // DatabaseProbe is the probes.database setting.

@@ -513,6 +513,14 @@ const (
 	DefaultGCHookEvery    = 5
 	DefaultInspectorHost  = "127.0.0.1"
 	DefaultInspectorPort  = 9229
+
+	// DefaultProfileSeconds, DefaultProfileEvery and DefaultHeapProfileEvery
+	// keep a profiled soak's cost well under 2 % of the target's CPU (see
+	// bench/profiles): a 5 s CPU profile every 5 windows of 10 s profiles a
+	// tenth of the time.
+	DefaultProfileSeconds   = 5
+	DefaultProfileEvery     = 5
+	DefaultHeapProfileEvery = 10
 )
 
 func (v *validator) validateProbes() {
@@ -541,6 +549,7 @@ func (v *validator) validateProbes() {
 			}
 		}
 	}
+	v.validateProfile()
 	h := v.s.Probes.Heap
 	if h == nil {
 		return
@@ -590,5 +599,54 @@ func (v *validator) validateProbes() {
 		} else if in.Every < 1 {
 			v.errf(hp("inspector", "every"), "heap.inspector.every is a number of windows and must be ≥ 1, got %d", in.Every)
 		}
+	}
+}
+
+func (v *validator) validateProfile() {
+	pr := v.s.Probes.Profile
+	if pr == nil {
+		return
+	}
+	pp := func(k ...any) []any { return join(p("probes", "profile"), k...) }
+	switch {
+	case pr.Pprof == "" && pr.Inspector == nil:
+		v.errf(pp(), "probes.profile needs pprof: /debug/pprof (a Go target's net/http/pprof) or inspector: {port: 9229} (a Node.js target)")
+	case pr.Pprof != "" && pr.Inspector != nil:
+		v.errf(pp(), "probes.profile takes one of pprof and inspector, not both")
+	case pr.Pprof != "" && !strings.HasPrefix(pr.Pprof, "/"):
+		v.errf(pp("pprof"), "probes.profile.pprof must be a path starting with \"/\", e.g. /debug/pprof, got %q", pr.Pprof)
+	}
+	if in := pr.Inspector; in != nil {
+		if in.Host == "" {
+			in.Host = DefaultInspectorHost
+		} else if !IsLoopbackHost(in.Host) {
+			v.errf(pp("inspector", "host"), "profile.inspector.host must be a loopback address (127.0.0.1, ::1, localhost), got %q", in.Host)
+		}
+		if in.Port == 0 && !v.has("probes", "profile", "inspector", "port") {
+			in.Port = DefaultInspectorPort
+		} else if in.Port < 1 || in.Port > 65535 {
+			v.errf(pp("inspector", "port"), "profile.inspector.port must be within 1..65535, got %d", in.Port)
+		}
+	}
+	if pr.Seconds == 0 && !v.has("probes", "profile", "seconds") {
+		pr.Seconds = DefaultProfileSeconds
+	} else if pr.Seconds < 1 {
+		v.errf(pp("seconds"), "probes.profile.seconds is the length of a CPU profile and must be ≥ 1, got %d", pr.Seconds)
+	}
+	if pr.Every == 0 && !v.has("probes", "profile", "every") {
+		pr.Every = DefaultProfileEvery
+	} else if pr.Every < 1 {
+		v.errf(pp("every"), "probes.profile.every is a number of windows and must be ≥ 1, got %d", pr.Every)
+	}
+	if pr.HeapEvery == 0 && !v.has("probes", "profile", "heap_every") {
+		pr.HeapEvery = DefaultHeapProfileEvery
+	} else if pr.HeapEvery < 1 {
+		v.errf(pp("heap_every"), "probes.profile.heap_every is a number of windows and must be ≥ 1, got %d", pr.HeapEvery)
+	}
+	// Two CPU profiles of one process cannot overlap (Go answers "cpu
+	// profiling already in use"): a profile must end before the next starts.
+	if w := v.s.Load.Window.D(); w > 0 && pr.Seconds >= 1 && pr.Every >= 1 &&
+		time.Duration(pr.Seconds)*time.Second >= time.Duration(pr.Every)*w {
+		v.errf(pp("seconds"), "probes.profile.seconds (%d s) must be shorter than every × load.window (%d × %s), or profiles would overlap", pr.Seconds, pr.Every, w)
 	}
 }

@@ -258,6 +258,21 @@ var migrations = []migration{
 			PRIMARY KEY (comparison_id, seq)
 		)`,
 	}},
+	{11, "profiles: CPU and heap profiles of a run's target", []string{
+		// One row per profile (pprof format, gzipped), taken every few
+		// windows; requests lets a CPU profile be read per request.
+		`CREATE TABLE profiles (
+			run_id      TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			kind        TEXT NOT NULL,
+			incarnation BIGINT NOT NULL,
+			idx         BIGINT NOT NULL,
+			start_ns    BIGINT NOT NULL,
+			duration_ns BIGINT NOT NULL,
+			requests    DOUBLE PRECISION NOT NULL,
+			data        {{BLOB}} NOT NULL,
+			PRIMARY KEY (run_id, kind, incarnation, idx)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

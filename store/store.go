@@ -217,6 +217,7 @@ type Store interface {
 
 	Comparisons
 	Slots
+	Profiles
 
 	Close() error
 }

@@ -67,6 +67,7 @@ func runSuite(t *testing.T, open backend) {
 		{"Findings", testFindings},
 		{"Thresholds", testThresholds},
 		{"Notifications", testNotifications},
+		{"Profiles", testProfiles},
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},

@@ -32,6 +32,7 @@ type Store struct {
 	// compNotes are the comparisons' notifications.
 	compNotes map[string][]store.Notification
 	slots     []store.Slot
+	profiles  map[string][]store.Profile
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -50,7 +51,62 @@ func (s *Store) init() {
 		s.notes = map[string][]store.Notification{}
 		s.compNotes = map[string][]store.Notification{}
 		s.Puts = map[string]int{}
+		s.profiles = map[string][]store.Profile{}
 	}
+}
+
+// PutProfile implements store.Store.
+func (s *Store) PutProfile(_ context.Context, p store.Profile) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	if _, ok := s.runs[p.RunID]; !ok {
+		return fmt.Errorf("put profile of run %s: run %w", p.RunID, store.ErrNotFound)
+	}
+	ps := slices.DeleteFunc(s.profiles[p.RunID], func(q store.Profile) bool {
+		return q.Kind == p.Kind && q.Incarnation == p.Incarnation && q.Index == p.Index
+	})
+	s.profiles[p.RunID] = append(ps, p)
+	return nil
+}
+
+// Profiles implements store.Store.
+func (s *Store) Profiles(_ context.Context, runID string, q store.ProfileQuery) ([]store.Profile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	var out []store.Profile
+	for _, p := range s.profiles[runID] {
+		if (q.Kind != "" && p.Kind != q.Kind) || p.Index < q.FromIndex || (q.ToIndex > 0 && p.Index >= q.ToIndex) {
+			continue
+		}
+		if !q.WithData {
+			p.Data = nil
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.Incarnation < b.Incarnation
+	})
+	return out, nil
+}
+
+// DeleteProfile implements store.Store.
+func (s *Store) DeleteProfile(_ context.Context, runID string, kind store.ProfileKind, incarnation, index int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.profiles[runID] = slices.DeleteFunc(s.profiles[runID], func(q store.Profile) bool {
+		return q.Kind == kind && q.Incarnation == incarnation && q.Index == index
+	})
+	return nil
 }
 
 // PutRun implements store.Store.

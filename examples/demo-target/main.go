@@ -51,6 +51,7 @@
 //	POST   /debug/gc      forces a GC → {"heap_bytes":N}, the live heap after it
 //	GET    /ws/echo       WebSocket: every message echoed back
 //	GET    /ws/ticker     WebSocket: {"type":"tick","n":N} pushed every DEMO_WS_TICK
+//	GET    /debug/pprof/  net/http/pprof: profile?seconds=N (CPU), heap?gc=1 (live heap), …
 //
 // An item is {"id","bucket","title","owner","payload","created_at","updated_at"}
 // with RFC 3339 timestamps (microsecond precision, UTC).

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	runtimemetrics "runtime/metrics"
 	"strconv"
@@ -114,6 +115,11 @@ func newServer(st store, o serverOptions) *server {
 	s.handle("POST /debug/gc", s.forceGC)
 	s.handle("GET /metrics", s.writeMetrics)
 	s.registerWebSocket(o.WebSocket)
+	// net/http/pprof, outside handle: profiling requests neither leak nor
+	// burn, and are not counted as API requests.
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	return s
 }
 
