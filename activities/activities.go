@@ -39,6 +39,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/netns"
 	"github.com/longhaul-dev/longhaul/probes"
+	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
@@ -535,6 +536,7 @@ func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResul
 		return AnalyzeResult{}, fmt.Errorf("analyze run %s: read windows: %w", in.RunID, err)
 	}
 	fs := a.analyzer().Analyze(ws, s.Load.Warmup.D())
+	a.explainFindings(ctx, in.RunID, fs)
 	if err := a.Store.PutFindings(ctx, in.RunID, fs); err != nil {
 		return AnalyzeResult{}, fmt.Errorf("analyze run %s: store findings: %w", in.RunID, err)
 	}
@@ -556,6 +558,15 @@ func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResul
 	}
 	res.Thresholds, res.ThresholdsFailed = len(rs), len(thresholds.Breaches(rs))
 	return res, nil
+}
+
+// explainFindings adds what the run's profiles say to its leak and collapse
+// findings (profiles.ExplainRun). Profiles are extra evidence: a failure to
+// read them is logged and the findings stay as they are.
+func (a *Activities) explainFindings(ctx context.Context, runID string, fs []analysis.Finding) {
+	if err := profiles.ExplainRun(ctx, a.Store, runID, fs); err != nil {
+		a.logger().Warn("the run's profiles could not be read into its findings", "run", runID, "err", err)
+	}
 }
 
 // Overrides replace parts of the scenario's load for one run.

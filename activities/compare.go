@@ -13,6 +13,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/equivalence"
+	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -480,6 +481,7 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 	type half struct {
 		ws        []window.Window
 		disturbed bool
+		runID     string
 	}
 	byPair := map[int]map[store.Side]half{}
 	var order []int
@@ -495,15 +497,17 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 			byPair[r.Pair] = map[store.Side]half{}
 			order = append(order, r.Pair)
 		}
-		byPair[r.Pair][r.Side] = half{ws, r.Disturbed}
+		byPair[r.Pair][r.Side] = half{ws, r.Disturbed, r.RunID}
 	}
 	var pairs []analysis.Pair
+	var used [][2]half // the rounds of the pairs counted: A, B
 	for _, p := range order {
 		sa, okA := byPair[p][store.SideA]
 		sb, okB := byPair[p][store.SideB]
 		if !okA || !okB {
 			continue
 		}
+		used = append(used, [2]half{sa, sb})
 		// Both rounds over the same stretch of their request sequence, so a
 		// target whose cost grows with its data is compared on equal data.
 		va, vb, err := analysis.PairValuesOf(sa.ws, sb.ws, in.Warmup)
@@ -533,6 +537,16 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 		}
 	} else {
 		vs = analysis.ComparePairs(pairs, opts)
+	}
+	if cpuDecided(vs) {
+		var profA, profB []store.Profile
+		for _, h := range used {
+			profA = append(profA, a.roundProfiles(ctx, h[0].runID, h[0].ws, in.Warmup)...)
+			profB = append(profB, a.roundProfiles(ctx, h[1].runID, h[1].ws, in.Warmup)...)
+		}
+		if err := profiles.ExplainVerdicts(vs, profA, profB); err != nil {
+			a.logger().Warn("the rounds' CPU profiles could not be compared", "comparison", in.ComparisonID, "err", err)
+		}
 	}
 	c.Verdicts, c.Rounds = vs, nil
 	if err := a.Store.PutComparison(ctx, c); err != nil {
@@ -596,6 +610,29 @@ func (a *Activities) CompareHistory(ctx context.Context, in HistoryInput) (int, 
 		return 0, fmt.Errorf("record history of comparison %s: %w", in.ComparisonID, err)
 	}
 	return used, nil
+}
+
+// cpuDecided reports whether CPU per request is better or worse in vs:
+// only then are the rounds' profiles read and diffed.
+func cpuDecided(vs []analysis.Verdict) bool {
+	for _, v := range vs {
+		if v.Metric == analysis.MetricCPUMicrosPerReq && (v.Outcome == analysis.Better || v.Outcome == analysis.Worse) {
+			return true
+		}
+	}
+	return false
+}
+
+// roundProfiles reads a round's CPU profiles taken after its warm-up (as
+// its verdict values are); a failure to read them only costs the verdicts
+// their profile diff.
+func (a *Activities) roundProfiles(ctx context.Context, runID string, ws []window.Window, warmup time.Duration) []store.Profile {
+	ps, err := a.Store.Profiles(ctx, runID, store.ProfileQuery{Kind: store.ProfileCPU, WithData: true})
+	if err != nil {
+		a.logger().Warn("read a round's CPU profiles", "run", runID, "err", err)
+		return nil
+	}
+	return profiles.AfterWarmup(ps, ws, warmup)
 }
 
 // priorComparisons is how many earlier comparisons' noise a comparison

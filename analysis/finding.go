@@ -82,6 +82,13 @@ type Evidence struct {
 	// the target printed before it, oldest first, secrets masked.
 	At     time.Time `json:"at,omitzero"`
 	Output []string  `json:"output,omitempty"`
+	// Functions (collapse) are the functions whose CPU per request grew
+	// most between the early (A) and the late (B) windows' CPU profiles.
+	Functions []FunctionCost `json:"functions,omitempty"`
+	// AllocationSites (leak) are the allocation sites whose retained bytes
+	// grew most between the heap profiles at the start and the end of the
+	// leak's range.
+	AllocationSites []AllocationSite `json:"allocation_sites,omitempty"`
 }
 
 // KindInsufficientData says there was too little data for a verdict (too few

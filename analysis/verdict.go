@@ -103,4 +103,9 @@ type Verdict struct {
 	// Summary is the line a person reads: "p50: B won 4/4 pairs (−10 % to
 	// −29 %), median −17 %, 95 % CI [−24 %, −9 %] → better".
 	Summary string `json:"summary"`
+	// ProfileDiff is set on a better or worse cpu_us_per_request verdict
+	// whose rounds have CPU profiles: the functions whose CPU per request
+	// moved most between A and B (each side's rounds merged), biggest mover
+	// first.
+	ProfileDiff []FunctionCost `json:"profile_diff,omitempty"`
 }

@@ -21,6 +21,7 @@ var forbidden = map[string][]string{
 	"probes":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"analysis":   {"go.temporal.io/", "github.com/testcontainers/"},
 	"store":      {"go.temporal.io/", "github.com/testcontainers/"},
+	"profiles":   {"go.temporal.io/", "github.com/testcontainers/"},
 	"report":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"charts":     {"go.temporal.io/", "github.com/testcontainers/"},
 	"thresholds": {"go.temporal.io/", "github.com/testcontainers/"},
