@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
@@ -105,6 +106,9 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 		fmt.Fprintf(a.stderr, "longhaul: analysing the first %d of %d windows; the findings are not stored\n", len(ws), all)
 	}
 	res := analysis.Analyze(ws, analysis.Options{Warmup: warmup})
+	if err := profiles.ExplainRun(ctx, st, id, res.Findings); err != nil {
+		fmt.Fprintf(a.stderr, "longhaul: the run's profiles were not read into its findings: %v\n", err)
+	}
 	if !partial {
 		if err := st.PutFindings(ctx, id, res.Findings); err != nil {
 			return fmt.Errorf("store the findings of run %s in %s: %w", id, where, err)

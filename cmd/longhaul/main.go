@@ -114,6 +114,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.scheduleCmd(),
 		a.historyCmd(),
 		a.versionCmd(),
+		a.profileCmd(),
 	)
 	return root
 }
