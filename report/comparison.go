@@ -341,6 +341,10 @@ func WriteComparisonText(out io.Writer, c store.Comparison) error {
 				}
 			}
 			fmt.Fprintln(b)
+			// What the CPU profiles say moved, biggest mover first.
+			for _, d := range v.ProfileDiff {
+				fmt.Fprintf(b, "      %s\n", d.Sentence("B"))
+			}
 		}
 		if note := analysis.IntervalNote(c.Verdicts); note != "" {
 			fmt.Fprintf(b, "  (%s)\n", note)

@@ -30,6 +30,11 @@ func fixedComparison(t *testing.T) store.Comparison {
 		analysis.PairedVerdict(analysis.MetricP50Ms, p50, opts),
 		analysis.PairedVerdict(analysis.MetricCPUMicrosPerReq, cpu, opts),
 	}
+	// What B's and A's merged CPU profiles said.
+	vs[1].ProfileDiff = []analysis.FunctionCost{
+		{Function: "main.spin", AUsPerRequest: 0, BUsPerRequest: 14.6, DeltaUsPerRequest: 14.6, AShare: 0, BShare: 0.12},
+		{Function: "runtime.memmove", AUsPerRequest: 2.1, BUsPerRequest: 1.4, DeltaUsPerRequest: -0.7, AShare: 0.02, BShare: 0.012},
+	}
 	c := store.Comparison{
 		ID: "cmp-1", Name: "demo", Status: store.Completed,
 		A: store.Build{}, B: store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "12"}},
@@ -56,7 +61,8 @@ func TestComparisonTextGolden(t *testing.T) {
 	}
 	golden(t, "comparison.txt.golden", out.Bytes())
 	s := out.String()
-	for _, want := range []string{"B is worse on cpu_us_per_request", "CPU/request: B won 0/3 pairs", "→ worse", "equivalence: identical (200 requests)", "disturbed"} {
+	for _, want := range []string{"B is worse on cpu_us_per_request", "CPU/request: B won 0/3 pairs",
+		"B spends +15 µs/request more in main.spin (0 → 12 % of the target's CPU)", "→ worse", "equivalence: identical (200 requests)", "disturbed"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}
@@ -121,6 +127,12 @@ func TestComparisonJSONShape(t *testing.T) {
 			DF           int        `json:"df"`
 			PooledFrom   int        `json:"pooled_from"`
 			Family       int        `json:"family"`
+			ProfileDiff  []struct {
+				Function          string  `json:"function"`
+				AUsPerRequest     float64 `json:"a_us_per_request"`
+				BUsPerRequest     float64 `json:"b_us_per_request"`
+				DeltaUsPerRequest float64 `json:"delta_us_per_request"`
+			} `json:"profile_diff"`
 		} `json:"verdicts"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
@@ -143,6 +155,9 @@ func TestComparisonJSONShape(t *testing.T) {
 		v.CI[0] <= 1 || v.CI[1] <= v.CI[0] || v.Pairs != 3 || v.PairsBBetter != 0 || v.Method != "t-log-ratio-pooled" || v.Reason == nil ||
 		!(v.SD > 0) || v.DF != 10 || v.PooledFrom != 4 || v.Family != 2 {
 		t.Errorf("cpu verdict: %+v", v)
+	}
+	if d := v.ProfileDiff; len(d) != 2 || d[0].Function != "main.spin" || d[0].BUsPerRequest != 14.6 || d[0].DeltaUsPerRequest != 14.6 || m.Verdicts[0].ProfileDiff != nil {
+		t.Errorf("profile_diff: %+v", d)
 	}
 }
 
