@@ -37,6 +37,8 @@ type comparisonView struct {
 	Same    bool
 	// Notifications are those a scheduled comparison sent or failed to send.
 	Notifications []notificationView
+	// ProfileURL is the comparison's profile page (?side=A|B).
+	ProfileURL string
 }
 
 type lookView struct {
@@ -115,7 +117,8 @@ func buildComparison(ctx context.Context, st Reader, cr ComparisonReader, id str
 	if err != nil {
 		return comparisonView{}, err
 	}
-	v := comparisonView{Page: page{Title: "Comparison " + c.Name, Standalone: standalone, Nav: []navLink{{"Runs", "/"}}}, C: c, Same: c.SameBuild()}
+	v := comparisonView{Page: page{Title: "Comparison " + c.Name, Standalone: standalone, Nav: []navLink{{"Runs", "/"}}}, C: c, Same: c.SameBuild(),
+		ProfileURL: "/comparisons/" + url.PathEscape(id) + "/profile"}
 	v.Duration = runDuration(store.Run{Status: c.Status, StartedAt: c.StartedAt, EndedAt: c.EndedAt}, time.Now())
 	for _, vd := range c.Verdicts {
 		vv := verdictView{Verdict: vd, RatioPct: pct(vd.Ratio)}

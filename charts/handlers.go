@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -266,6 +267,11 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 			return runView{}, err
 		}
 		v.StateKey = stateKey(run.Status, c[id].Windows, len(d.fs))
+	}
+	if pr, ok := st.(profiles.Reader); ok && !standalone {
+		if ps, err := pr.Profiles(ctx, id, store.ProfileQuery{}); err == nil && len(ps) > 0 {
+			v.ProfileURL, v.Profiles = base+"/profile", len(ps)
+		}
 	}
 	v.Build = v.Env.build()
 	v.Duration = runDuration(run, time.Now())

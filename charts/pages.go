@@ -41,6 +41,7 @@ var funcs = template.FuncMap{
 	"sev":           func(s analysis.Severity) string { return string(s) },
 	"standaloneCSP": standaloneCSP,
 	"commit":        func(c string) string { return c[:min(len(c), 10)] },
+	"mul100":        func(f float64) float64 { return f * 100 },
 	"hex": func(c interface{ RGBA() (r, g, b, a uint32) }) string {
 		r, g, b, _ := c.RGBA()
 		return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
@@ -265,6 +266,9 @@ type runView struct {
 	CSVURL                          string
 	JSONURL                         string
 	ScenarioURL                     string
+	// ProfileURL is the run's profile page, when it has Profiles.
+	ProfileURL string
+	Profiles   int
 }
 
 type totals struct {

@@ -118,17 +118,21 @@ func New(opts Options) *Server {
 	s.allowedHosts = allowedHosts(opts.Addr)
 	// One handler per view, as pprof's web UI has it.
 	views := map[string]view{
-		"/{$}":                     s.runsPage,
-		"/runs/{id}":               s.runPage,
-		"/runs/{id}/live":          s.runLive,
-		"/runs/{id}/state":         s.runState,
-		"/runs/{id}/points":        s.runPoints,
-		"/runs/{id}/windows.csv":   s.windowsCSV,
-		"/runs/{id}/windows.json":  s.windowsJSON,
-		"/runs/{id}/scenario.yaml": s.scenarioYAML,
-		"/comparisons/{id}":        s.comparisonPage,
-		"/schedules":               s.schedulesPage,
-		"/schedules/{name}":        s.schedulePage,
+		"/{$}":                            s.runsPage,
+		"/runs/{id}":                      s.runPage,
+		"/runs/{id}/live":                 s.runLive,
+		"/runs/{id}/state":                s.runState,
+		"/runs/{id}/points":               s.runPoints,
+		"/runs/{id}/windows.csv":          s.windowsCSV,
+		"/runs/{id}/windows.json":         s.windowsJSON,
+		"/runs/{id}/scenario.yaml":        s.scenarioYAML,
+		"/comparisons/{id}":               s.comparisonPage,
+		"/runs/{id}/profile":              s.profilePage,
+		"/runs/{id}/profile.pb.gz":        s.profileDownload,
+		"/comparisons/{id}/profile":       s.profilePage,
+		"/comparisons/{id}/profile.pb.gz": s.profileDownload,
+		"/schedules":                      s.schedulesPage,
+		"/schedules/{name}":               s.schedulePage,
 	}
 	for pattern, v := range views {
 		s.mux.Handle("GET "+pattern, s.handle(v))

@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/profiles/profilestest"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -21,44 +22,16 @@ type stack struct {
 	value  int64
 }
 
-// cpuProfile builds a CPU profile (samples/count, cpu/nanoseconds) like
-// the Go runtime's, one function and location per name.
-func cpuProfile(t testing.TB, stacks ...stack) []byte {
-	return build(t, []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, stacks)
+func convert(stacks []stack) []profilestest.Stack {
+	out := make([]profilestest.Stack, len(stacks))
+	for i, s := range stacks {
+		out[i] = profilestest.Stack{Frames: s.frames, Value: s.value}
+	}
+	return out
 }
 
-// heapProfile builds a heap profile whose inuse_space is the stacks' values.
-func heapProfile(t testing.TB, stacks ...stack) []byte {
-	return build(t, []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}, {Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}}, stacks)
-}
-
-func build(t testing.TB, types []*profile.ValueType, stacks []stack) []byte {
-	t.Helper()
-	p := &profile.Profile{SampleType: types, PeriodType: types[len(types)-1], Period: 1, TimeNanos: time.Now().UnixNano()}
-	fns := map[string]*profile.Location{}
-	for _, s := range stacks {
-		var locs []*profile.Location
-		for _, name := range s.frames {
-			loc := fns[name]
-			if loc == nil {
-				fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, SystemName: name}
-				p.Function = append(p.Function, fn)
-				loc = &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
-				p.Location = append(p.Location, loc)
-				fns[name] = loc
-			}
-			locs = append(locs, loc)
-		}
-		v := make([]int64, len(types))
-		v[len(v)-1] = s.value
-		p.Sample = append(p.Sample, &profile.Sample{Location: locs, Value: v})
-	}
-	var b bytes.Buffer
-	if err := p.Write(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
+func cpuProfile(_ testing.TB, stacks ...stack) []byte  { return profilestest.CPU(convert(stacks)...) }
+func heapProfile(_ testing.TB, stacks ...stack) []byte { return profilestest.Heap(convert(stacks)...) }
 
 const ms = int64(time.Millisecond)
 
