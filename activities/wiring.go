@@ -129,7 +129,7 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			return nil, fmt.Errorf("start probes: %w", err)
 		}
 		var prof *probes.Profiler
-		if spec.Profile != nil && spec.Profile.Pprof != "" {
+		if spec.Profile != nil {
 			if prof, err = probes.NewProfiler(probes.ProfilerConfig{Spec: *spec.Profile, TargetURL: route.URL, Dial: route.Dial, Logger: logger}); err != nil {
 				logger.Warn("profiles unavailable", "probe", probes.ProbeProfile, "err", err)
 				static = append(static, window.ProbeFailure{Probe: probes.ProbeProfile, Error: err.Error()})

@@ -68,28 +68,26 @@ func profileSelection(r *http.Request) (profiles.Selection, string, error) {
 	return sel, base, nil
 }
 
-func (s *Server) profileReader() (profiles.Reader, error) {
+// selectProfiles reads the profiles the request names (profileSelection).
+func (s *Server) selectProfiles(r *http.Request) (profiles.Reader, profiles.Selection, string, []store.Profile, error) {
+	sel, base, err := profileSelection(r)
+	if err != nil {
+		return nil, sel, "", nil, err
+	}
 	pr, ok := s.opts.Store.(profiles.Reader)
 	if !ok {
-		return nil, fmt.Errorf("%w: this store keeps no profiles", errNotFound)
+		return nil, sel, "", nil, fmt.Errorf("%w: this store keeps no profiles", errNotFound)
 	}
-	return pr, nil
+	ps, err := profiles.Select(r.Context(), pr, sel)
+	if errors.Is(err, profiles.ErrBadSelection) {
+		return nil, sel, "", nil, fmt.Errorf("%w: %v", errNotFound, err)
+	}
+	return pr, sel, base, ps, err
 }
 
 // profileDownload writes the merged profiles as a .pb.gz for go tool pprof.
 func (s *Server) profileDownload(w http.ResponseWriter, r *http.Request) error {
-	sel, _, err := profileSelection(r)
-	if err != nil {
-		return err
-	}
-	pr, err := s.profileReader()
-	if err != nil {
-		return err
-	}
-	ps, err := profiles.Select(r.Context(), pr, sel)
-	if errors.Is(err, profiles.ErrBadSelection) {
-		return fmt.Errorf("%w: %v", errNotFound, err)
-	}
+	_, sel, _, ps, err := s.selectProfiles(r)
 	if err != nil {
 		return err
 	}
@@ -112,22 +110,11 @@ func (s *Server) profileDownload(w http.ResponseWriter, r *http.Request) error {
 // profilePage shows the merged profiles: the top functions (per request for
 // CPU), a flame graph, the download; for a comparison, B against A too.
 func (s *Server) profilePage(w http.ResponseWriter, r *http.Request) error {
-	sel, base, err := profileSelection(r)
-	if err != nil {
-		return err
-	}
-	pr, err := s.profileReader()
+	pr, sel, base, ps, err := s.selectProfiles(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	ps, err := profiles.Select(ctx, pr, sel)
-	if errors.Is(err, profiles.ErrBadSelection) {
-		return fmt.Errorf("%w: %v", errNotFound, err)
-	}
-	if err != nil {
-		return err
-	}
 	v := profileView{Page: page{Title: "Profile " + sel.ID, Nav: []navLink{{"Runs", "/"}}}, Kind: string(sel.Kind), Back: base, What: "run " + sel.ID}
 	q := func(kind store.ProfileKind, side store.Side) string {
 		vals := url.Values{}

@@ -104,7 +104,7 @@ type pendingProfile struct {
 func NewProfiler(cfg ProfilerConfig) (*Profiler, error) {
 	sp := cfg.Spec
 	if sp.Pprof == "" {
-		return nil, fmt.Errorf("%w: probes.profile: only Go targets' pprof endpoint (pprof: /debug/pprof) is supported", ErrBadConfig)
+		return nil, fmt.Errorf("%w: probes.profile needs pprof, the path of the target's net/http/pprof (e.g. /debug/pprof)", ErrBadConfig)
 	}
 	if sp.Seconds < 1 || sp.Every < 1 || sp.HeapEvery < 1 {
 		return nil, fmt.Errorf("%w: probes.profile: seconds, every and heap_every must be ≥ 1 (got %d, %d, %d)", ErrBadConfig, sp.Seconds, sp.Every, sp.HeapEvery)

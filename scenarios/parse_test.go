@@ -277,12 +277,9 @@ probes:
 			`4: probes.profile.every is a number of windows and must be ≥ 1, got 0`,
 			`4: probes.profile.heap_every is a number of windows and must be ≥ 1, got -1`}},
 		{"profile source", "name: x\n" + ops + "probes: {profile: {seconds: 2}}\n", []string{
-			`3: probes.profile needs pprof: /debug/pprof (a Go target's net/http/pprof) or inspector: {port: 9229} (a Node.js target)`}},
+			`3: probes.profile needs pprof: /debug/pprof, the path of a Go target's net/http/pprof`}},
 		{"profile overlap", "name: x\n" + ops + "load: {window: 2s}\nprobes: {profile: {pprof: /debug/pprof, seconds: 4, every: 2}}\n", []string{
 			`4: probes.profile.seconds (4 s) must be shorter than every × load.window (2 × 2s), or profiles would overlap`}},
-		{"profile both", "name: x\n" + ops + "probes: {profile: {pprof: /debug/pprof, inspector: {host: example.com}}}\n", []string{
-			`3: probes.profile takes one of pprof and inspector, not both`,
-			`3: profile.inspector.host must be a loopback address (127.0.0.1, ::1, localhost), got "example.com"`}},
 		{"empty heap", "name: x\n" + ops + "probes: {heap: {}}\n", []string{`3: probes.heap needs at least one of metric, gc_hook, inspector`}},
 		{"database probe", "name: x\n" + ops + "probes:\n  database:\n    postgres: true\n", []string{
 			`5: unknown key "postgres" in probes.database (known keys: sqlite; or write database: true for PostgreSQL)`}},

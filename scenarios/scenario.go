@@ -267,15 +267,12 @@ type Probes struct {
 
 // Profile is the probes.profile setting: a CPU profile of Seconds every
 // Every windows and a heap profile every HeapEvery windows, from a Go
-// target's net/http/pprof (Pprof, e.g. /debug/pprof) or a Node.js target's
-// inspector (Inspector: the Profiler and the sampling heap profiler).
-// Exactly one of Pprof and Inspector is set.
+// target's net/http/pprof (Pprof, the path of its index, e.g. /debug/pprof).
 type Profile struct {
-	Pprof     string     `yaml:"pprof" json:"pprof,omitempty"`
-	Inspector *Inspector `yaml:"inspector" json:"inspector,omitempty"`
-	Seconds   int        `yaml:"seconds" json:"seconds,omitempty"`
-	Every     int        `yaml:"every" json:"every,omitempty"`
-	HeapEvery int        `yaml:"heap_every" json:"heap_every,omitempty"`
+	Pprof     string `yaml:"pprof" json:"pprof,omitempty"`
+	Seconds   int    `yaml:"seconds" json:"seconds,omitempty"`
+	Every     int    `yaml:"every" json:"every,omitempty"`
+	HeapEvery int    `yaml:"heap_every" json:"heap_every,omitempty"`
 }
 
 // DatabaseProbe is the probes.database setting.

@@ -609,24 +609,10 @@ func (v *validator) validateProfile() {
 	}
 	pp := func(k ...any) []any { return join(p("probes", "profile"), k...) }
 	switch {
-	case pr.Pprof == "" && pr.Inspector == nil:
-		v.errf(pp(), "probes.profile needs pprof: /debug/pprof (a Go target's net/http/pprof) or inspector: {port: 9229} (a Node.js target)")
-	case pr.Pprof != "" && pr.Inspector != nil:
-		v.errf(pp(), "probes.profile takes one of pprof and inspector, not both")
-	case pr.Pprof != "" && !strings.HasPrefix(pr.Pprof, "/"):
+	case pr.Pprof == "":
+		v.errf(pp(), "probes.profile needs pprof: /debug/pprof, the path of a Go target's net/http/pprof")
+	case !strings.HasPrefix(pr.Pprof, "/"):
 		v.errf(pp("pprof"), "probes.profile.pprof must be a path starting with \"/\", e.g. /debug/pprof, got %q", pr.Pprof)
-	}
-	if in := pr.Inspector; in != nil {
-		if in.Host == "" {
-			in.Host = DefaultInspectorHost
-		} else if !IsLoopbackHost(in.Host) {
-			v.errf(pp("inspector", "host"), "profile.inspector.host must be a loopback address (127.0.0.1, ::1, localhost), got %q", in.Host)
-		}
-		if in.Port == 0 && !v.has("probes", "profile", "inspector", "port") {
-			in.Port = DefaultInspectorPort
-		} else if in.Port < 1 || in.Port > 65535 {
-			v.errf(pp("inspector", "port"), "profile.inspector.port must be within 1..65535, got %d", in.Port)
-		}
 	}
 	if pr.Seconds == 0 && !v.has("probes", "profile", "seconds") {
 		pr.Seconds = DefaultProfileSeconds
