@@ -86,7 +86,7 @@ func (h *WarningLines) Handle(ctx context.Context, r slog.Record) error {
 
 // line renders r as one readable line.
 func (h *WarningLines) line(r slog.Record) string {
-	var win, errText, probe string
+	var win, errText, probe, what string
 	var detail string
 	look := func(a slog.Attr) {
 		switch a.Key {
@@ -96,6 +96,10 @@ func (h *WarningLines) line(r slog.Record) string {
 			}
 		case "probe":
 			probe = a.Value.String()
+		case "what":
+			// What a record is about ("local environment … (run …)" for
+			// the worker's sweep): a line without it says too little.
+			what = a.Value.String()
 		case "err", "error":
 			if e, ok := a.Value.Any().(error); ok {
 				var fe interface{ FaultEvent() window.Event }
@@ -128,6 +132,10 @@ func (h *WarningLines) line(r slog.Record) string {
 			fmt.Fprintf(&b, "probe %s: ", probe)
 		}
 		b.WriteString(r.Message)
+		if what != "" {
+			b.WriteString(": ")
+			b.WriteString(what)
+		}
 		if errText != "" {
 			b.WriteString(": ")
 			b.WriteString(errText)

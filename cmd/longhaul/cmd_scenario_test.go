@@ -26,7 +26,7 @@ func TestScenarioValidate(t *testing.T) {
 	}{
 		{"ok", []string{hello, mix}, exitOK, hello + ": ok\n" + mix + ": ok\n", ""},
 		{"errors", []string{bad, hello}, exitBadInput, hello + ": ok\n",
-			bad + `:4: unknown key "wieght" in an op (known keys: name, request, capture, expect, think, weight)` + "\n" +
+			bad + `:4: unknown key "wieght" in an op (known keys: name, request, websocket, capture, expect, think, weight)` + "\n" +
 				bad + `:5: op "a": path must start with "/" (the target's URL is given separately), got "items"` + "\n"},
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, exitBadInput, "", filepath.Join(dir, "nope.yaml") + ": cannot read: no such file or directory\n"},
 	}

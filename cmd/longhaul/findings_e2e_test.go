@@ -245,7 +245,7 @@ probes:
 	if code != exitOK || rep.Status != store.Completed {
 		t.Fatalf("exit %d, status %s (%s); stderr:\n%s", code, rep.Status, rep.Reason, stderr)
 	}
-	if n := strings.Count(stderr, "probe=heap.inspector"); n != 1 {
+	if n := strings.Count(stderr, "probe heap.inspector:"); n != 1 {
 		t.Errorf("the failing inspector was logged %d times, want once; stderr:\n%s", n, stderr)
 	}
 	if len(rep.ProbeProblems) != 1 || rep.ProbeProblems[0].Probe != "heap.inspector" ||
