@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,21 +20,6 @@ import (
 
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
-
-// mysqlCredential returns who runs the server: this process's user, or, as
-// root (which both servers refuse without --user=root), the mysql user.
-func mysqlCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("mysql")
-	if err != nil {
-		return nil, fmt.Errorf("%w: running as root, a local MySQL/MariaDB needs the mysql user (the server refuses to run as root): %v", ErrInvalidSpec, err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
 
 // startMySQL initialises a data directory in a new temp dir, starts a
 // MariaDB (or MySQL) server on a free loopback port, creates the database
@@ -50,7 +34,7 @@ func (l *Local) startMySQL(ctx context.Context, envID, envDir string, spec scena
 	if err != nil {
 		return localDB{}, fmt.Errorf("%w: database.kind %s on the local provider: %v, or use provider: docker", ErrInvalidSpec, kind, err)
 	}
-	cred, err := mysqlCredential()
+	cred, err := serverCredential("mysql", "MySQL/MariaDB")
 	if err != nil {
 		return localDB{}, err
 	}

@@ -52,15 +52,17 @@ func PostgresBinDir() (string, error) {
 	return cs[0].dir, nil
 }
 
-// postgresCredential returns who runs the cluster: this process's user, or,
-// as root (which PostgreSQL refuses), the postgres user.
-func postgresCredential() (*syscall.Credential, error) {
+// serverCredential returns who runs a database server: this process's user,
+// or, as root (which PostgreSQL, MySQL and MariaDB all refuse), the system
+// user the server's package made (postgres, mysql). server names it in the
+// error.
+func serverCredential(account, server string) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
-	u, err := user.Lookup("postgres")
+	u, err := user.Lookup(account)
 	if err != nil {
-		return nil, fmt.Errorf("%w: running as root, a local PostgreSQL needs the postgres user (PostgreSQL refuses to run as root): %v", ErrInvalidSpec, err)
+		return nil, fmt.Errorf("%w: running as root, a local %s needs the %s user (it refuses to run as root): %v", ErrInvalidSpec, server, account, err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
@@ -79,7 +81,7 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 			return localDB{}, err
 		}
 	}
-	cred, err := postgresCredential()
+	cred, err := serverCredential("postgres", "PostgreSQL")
 	if err != nil {
 		return localDB{}, err
 	}
