@@ -190,9 +190,7 @@ func (s *mysqlStore) sessionUser(ctx context.Context, token string) (int64, erro
 
 const mysqlItemByID = `SELECT id, bucket, title, owner, payload, created_at, updated_at FROM items WHERE id = ?`
 
-type rowScanner interface{ Scan(dest ...any) error }
-
-func scanMySQLItem(row rowScanner, it *item) error {
+func scanMySQLItem(row sqlRow, it *item) error {
 	var payload string
 	if err := row.Scan(&it.ID, &it.Bucket, &it.Title, &it.Owner, &payload, &it.CreatedAt, &it.UpdatedAt); err != nil {
 		return err
@@ -285,16 +283,7 @@ func (s *mysqlStore) updateItem(ctx context.Context, id int64, p itemPatch, now 
 }
 
 func (s *mysqlStore) deleteItem(ctx context.Context, id int64) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM items WHERE id = ?`, id)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return errNotFound
-	}
-	return nil
+	return affectedOne(s.db.ExecContext(ctx, `DELETE FROM items WHERE id = ?`, id))
 }
 
 // The list queries with MySQL's ? placeholders.
@@ -311,16 +300,5 @@ func (s *mysqlStore) listItems(ctx context.Context, bucket int64, hasBucket bool
 	} else {
 		rows, err = s.db.QueryContext(ctx, mysqlListAll, limit)
 	}
-	if err != nil {
-		return dst, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var it item
-		if err := scanMySQLItem(rows, &it); err != nil {
-			return dst, err
-		}
-		dst = append(dst, it)
-	}
-	return dst, rows.Err()
+	return scanItems(rows, err, scanMySQLItem, dst)
 }

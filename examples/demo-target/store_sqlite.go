@@ -299,7 +299,12 @@ func (s *sqliteStore) updateItem(ctx context.Context, id int64, p itemPatch, now
 }
 
 func (s *sqliteStore) deleteItem(ctx context.Context, id int64) error {
-	res, err := s.stmts.deleteItem.ExecContext(ctx, id)
+	return affectedOne(s.stmts.deleteItem.ExecContext(ctx, id))
+}
+
+// affectedOne turns the result of a statement on one item by id into
+// errNotFound when it touched no row.
+func affectedOne(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
@@ -319,13 +324,19 @@ func (s *sqliteStore) listItems(ctx context.Context, bucket int64, hasBucket boo
 	} else {
 		rows, err = s.stmts.listAll.QueryContext(ctx, limit)
 	}
+	return scanItems(rows, err, scanSQLiteItem, dst)
+}
+
+// scanItems appends to dst the items of a list query's rows (and its
+// error), each read by scan: the database/sql stores' (SQLite, MySQL) loop.
+func scanItems(rows *sql.Rows, err error, scan func(sqlRow, *item) error, dst []item) ([]item, error) {
 	if err != nil {
 		return dst, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var it item
-		if err := scanSQLiteItem(rows, &it); err != nil {
+		if err := scan(rows, &it); err != nil {
 			return dst, err
 		}
 		dst = append(dst, it)
