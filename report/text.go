@@ -119,6 +119,12 @@ func (t *TextWriter) writeHeader() {
 }
 
 func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration, cols Columns, table string) {
+	// A full window closes a few milliseconds after its boundary; its line
+	// shows the boundary, so the column keeps its width. A partial window's
+	// line keeps the milliseconds: it ends where the run was stopped.
+	if !w.Partial {
+		elapsed = elapsed.Round(time.Second)
+	}
 	if w.Gap {
 		index, width := 6, 12
 		if cols != 0 {
