@@ -23,7 +23,10 @@ import (
 //   - The file is opened read-only (SQLite URI mode=ro, query_only), as a
 //     WAL reader: in WAL mode readers do not block writers and writers do
 //     not block readers. A busy timeout of BusyTimeout (short) bounds the
-//     rare wait for a lock (WAL recovery).
+//     rare wait for a lock (WAL recovery). A reader that catches the
+//     wal-index header mid-update holds the write lock for microseconds to
+//     re-read it, so a target writing with no busy timeout at all could see
+//     a rare SQLITE_BUSY; any busy timeout covers it.
 //   - One connection, one read transaction per reading, as short as the
 //     counts take: a long read would only hold back checkpoints.
 //   - Each reading runs under the Sample's deadline (min(1 s, window/4)),
