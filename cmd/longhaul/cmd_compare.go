@@ -6,10 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,8 +15,9 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/report"
-	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -126,202 +124,25 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 	return cmd
 }
 
-// comparePlan is a validated longhaul compare invocation.
-type comparePlan struct {
-	rec    store.Comparison
-	in     workflows.CompareInput
-	format report.Format
-}
-
-// planCompare validates the command line and the scenario and returns the
-// comparison's record and workflow input (IDs not yet set).
-func (a *app) planCompare(file string, f compareFlags, changed func(string) bool) (comparePlan, error) {
-	var p comparePlan
-	var err error
-	if p.format, err = report.ParseFormat(f.format); err != nil {
-		return p, badInputf("--format: %v", err)
-	}
-	switch f.provider {
-	case "", "local", "docker", "auto":
-	default:
-		return p, badInputf("--provider %q: use local, docker or auto (a comparison provisions every round)", f.provider)
-	}
-	switch f.order {
-	case workflows.OrderABBA, workflows.OrderAB, workflows.OrderRandom:
-	default:
-		return p, badInputf("--order %q: use abba, ab or random", f.order)
-	}
-	pairs, auto := 0, f.pairs == "auto"
-	if !auto {
-		if pairs, err = strconv.Atoi(f.pairs); err != nil || pairs < 1 || pairs > 100 {
-			return p, badInputf("--pairs %q: auto, or a number of pairs from 1 to 100", f.pairs)
-		}
-	}
-	if auto && (f.maxPairs < analysis.DefaultMinPairs || f.maxPairs > 100) {
-		return p, badInputf("--max-pairs must be %d to 100, got %d", analysis.DefaultMinPairs, f.maxPairs)
-	}
-	if f.maxDuration < 0 {
-		return p, badInputf("--max-duration must be ≥ 0, got %s", f.maxDuration)
-	}
-	primary, err := analysis.ParseMetrics(f.decideOn)
-	if err != nil {
-		return p, badInputf("--decide-on: %v", err)
-	}
-	eq := 0
-	if f.equivalence != "off" {
-		if eq, err = strconv.Atoi(f.equivalence); err != nil || eq < 1 || eq > 100000 {
-			return p, badInputf("--equivalence %q: a number of requests (1 to 100000) or off", f.equivalence)
-		}
-	}
-	disturbed := -1.0
-	if f.disturbedAbove != "off" {
-		if disturbed, err = strconv.ParseFloat(f.disturbedAbove, 64); err != nil || !(disturbed > 0 && disturbed <= 1) {
-			return p, badInputf("--disturbed-above %q: a share of the host above 0 and at most 1 (0.25 is a quarter), or off", f.disturbedAbove)
-		}
-	}
-	s, err := scenarios.LoadFile(file)
-	if err != nil {
-		return p, a.scenarioErrors(err)
-	}
-	source, err := os.ReadFile(file)
-	if err != nil {
-		return p, badInputf("read %s: %v", file, err)
-	}
-	dir, err := filepath.Abs(filepath.Dir(file))
-	if err != nil {
-		return p, badInputf("%s: %v", file, err)
-	}
-	t := s.Environment.Target
-	if t.URL != "" {
-		return p, badInputf("%s: environment.target.url is one running target; a comparison needs a provider to bring up each build fresh (target.image, target.build or target.command)", file)
-	}
-	if err := checkProviderOverride(s.Environment, f.provider); err != nil {
-		return p, badInputf("--provider %s: %s %v", f.provider, file, err)
-	}
-	provider := f.provider
-	if provider == "" {
-		provider = s.Environment.Provider
-	}
-	sideA, err := compareSide("a", f.a, f.aImage, f.aEnv, s.Environment, provider)
-	if err != nil {
-		return p, err
-	}
-	sideB, err := compareSide("b", f.b, f.bImage, f.bEnv, s.Environment, provider)
-	if err != nil {
-		return p, err
-	}
-	if sideA.Ref != "" || sideB.Ref != "" {
-		// Every round must run where the refs were built.
-		if provider, err = refProvider(s.Environment, provider); err != nil {
-			return p, badInputf("%s: %v", file, err)
-		}
-	}
-	round, win, warm := s.Load.Duration.D(), s.Load.Window.D(), s.Load.Warmup.D()
-	if changed("round-duration") {
-		round = f.roundDuration
-	}
-	if changed("window") {
-		win = f.window
-	}
-	if changed("warmup") {
-		warm = f.warmup
-	}
-	switch {
-	case round <= 0:
-		return p, badInputf("--round-duration must be > 0, got %s", round)
-	case win <= 0:
-		return p, badInputf("--window must be > 0, got %s", win)
-	case win > round:
-		return p, badInputf("the window (%s) is longer than a round (%s)", win, round)
-	case warm < 0 || warm >= round:
-		return p, badInputf("the warm-up (%s) must be at least 0 and shorter than a round (%s)", warm, round)
-	}
-	if f.temporal == "" {
-		if _, err := scenarios.Compile(s, scenarios.CompileOptions{LookupEnv: a.lookupEnv}); err != nil {
-			return p, a.scenarioErrors(err)
-		}
-	}
+// planCompare checks the command line and the scenario (package launch).
+// Without --seed the seed is random.
+func (a *app) planCompare(file string, f compareFlags, changed func(string) bool) (launch.Compare, error) {
 	seed := f.seed
 	if !changed("seed") {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return p, fmt.Errorf("random seed: %w", err)
+			return launch.Compare{}, fmt.Errorf("random seed: %w", err)
 		}
 		seed = binary.LittleEndian.Uint64(b[:]) >> 1 // fits the store's int64
 	}
-	p.rec = store.Comparison{
-		Name: s.Name, Status: store.Pending, Scenario: string(source), ScenarioDir: dir, A: sideA, B: sideB,
-		Order: f.order, Pairs: pairs, Provider: provider, RoundDuration: round, Window: win, Warmup: warm,
-		Seed: int64(seed),
-	}
-	if auto {
-		p.rec.MaxPairs, p.rec.MaxDuration = f.maxPairs, f.maxDuration
-	}
-	p.in = workflows.CompareInput{
-		Name: s.Name, Pairs: pairs, Order: f.order, Seed: seed, RoundDuration: round, Window: win, Warmup: warm,
-		Provider: provider, Equivalence: eq, AllowDiff: f.allowDiff, RerunDisturbed: f.rerunDisturbed,
-		DisturbedAbove: disturbed, Verdict: analysis.PairedOptions{Primary: primary},
-		AutoPairs: auto, MaxPairs: f.maxPairs, MaxDuration: f.maxDuration,
-	}
-	return p, nil
-}
-
-// compareSide is one side of the comparison from its flags.
-func compareSide(name, ref, image string, env []string, spec scenarios.Environment, provider string) (store.Build, error) {
-	var b store.Build
-	if ref != "" && image != "" {
-		return b, badInputf("--%s and --%s-image: give one or the other", name, name)
-	}
-	if ref != "" {
-		if _, err := refProvider(spec, provider); err != nil {
-			return b, badInputf("--%s %s: %v", name, ref, err)
-		}
-		b.Ref = ref
-	}
-	if image != "" {
-		if provider == "local" {
-			return b, badInputf("--%s-image: the local provider runs no images", name)
-		}
-		b.Image = image
-	}
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return b, badInputf("--%s-env %q: want KEY=VALUE", name, kv)
-		}
-		if b.Env == nil {
-			b.Env = map[string]string{}
-		}
-		b.Env[k] = v
-	}
-	return b, nil
-}
-
-// refProvider is the provider that builds a git ref of the scenario's
-// target: docker from target.build.repo's Dockerfile, local with
-// target.build.command in an exported tree of the commit. With provider
-// auto (or the scenario's default) the scenario must leave one choice.
-func refProvider(spec scenarios.Environment, provider string) (string, error) {
-	t := spec.Target
-	docker := t.Build != nil && t.Build.Repo != ""
-	local := t.Build != nil && t.Build.Command != "" && len(t.Command) > 0
-	switch {
-	case provider == "docker" && !docker:
-		return "", errors.New("the docker provider builds a ref from target.build.repo, which the scenario lacks")
-	case provider == "local" && !local:
-		return "", errors.New("the local provider builds a ref with target.build.command, which the scenario lacks")
-	case provider == "docker" || provider == "local":
-		return provider, nil
-	case !docker && !local:
-		return "", errors.New("the scenario has no target.build (repo for docker, command for local) to build a ref with")
-	case docker && local:
-		return "", errors.New("the scenario builds both ways (target.build.repo and .command): choose with --provider docker or local")
-	case docker:
-		return "docker", nil
-	case t.Image != "":
-		return "", errors.New("with provider auto the target.image would run instead of the ref: use --provider local")
-	}
-	return "local", nil
+	p, err := launch.PlanCompare(launch.CompareRequest{
+		File: file, A: f.a, B: f.b, AImage: f.aImage, BImage: f.bImage, AEnv: f.aEnv, BEnv: f.bEnv,
+		Pairs: f.pairs, MaxPairs: f.maxPairs, MaxDuration: f.maxDuration, DecideOn: f.decideOn, Order: f.order,
+		RoundDuration: f.roundDuration, Window: f.window, Warmup: f.warmup,
+		Equivalence: f.equivalence, AllowDiff: f.allowDiff, RerunDisturbed: f.rerunDisturbed, DisturbedAbove: f.disturbedAbove,
+		Provider: f.provider, Format: f.format, Seed: seed, Remote: f.temporal != "", Changed: changed, LookupEnv: a.lookupEnv,
+	})
+	return p, a.launchErr(err)
 }
 
 // compare is longhaul compare.
@@ -351,158 +172,49 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if err != nil {
 		return fmt.Errorf("new comparison id: %w", err)
 	}
-	p.rec.ID, p.rec.WorkflowID, p.rec.CreatedAt = id.String(), "longhaul-compare-"+id.String(), time.Now()
-	p.in.ComparisonID = p.rec.ID
-	if err := st.PutComparison(ctx, p.rec); err != nil {
+	p.Record.ID, p.Record.WorkflowID, p.Record.CreatedAt = id.String(), "longhaul-compare-"+id.String(), time.Now()
+	p.Input.ComparisonID = p.Record.ID
+	if err := st.PutComparison(ctx, p.Record); err != nil {
 		return fmt.Errorf("record the comparison in %s: %w", svc.where, err)
 	}
-	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: p.rec.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.CompareWorkflowName, p.in)
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: p.Record.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.CompareWorkflowName, p.Input)
 	if err != nil {
-		_ = st.SetComparisonStatus(context.WithoutCancel(ctx), p.rec.ID, store.Failed, "not submitted: "+err.Error(), time.Now())
+		_ = st.SetComparisonStatus(context.WithoutCancel(ctx), p.Record.ID, store.Failed, "not submitted: "+err.Error(), time.Now())
 		return fmt.Errorf("submit the comparison to Temporal at %s: %w", hostPort, err)
 	}
 	if f.detach {
-		fmt.Fprintf(a.stdout, "comparison %s submitted (workflow %s)\n", p.rec.ID, p.rec.WorkflowID)
+		fmt.Fprintf(a.stdout, "comparison %s submitted (workflow %s)\n", p.Record.ID, p.Record.WorkflowID)
 		if f.temporal == "" {
 			fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the comparison continues when 'longhaul dev --data %s' starts\n", svc.dataDir)
 		}
 		return nil
 	}
 	kind := "A vs B"
-	if p.rec.SameBuild() {
+	if p.Record.SameBuild() {
 		kind = "A vs A (the noise floor)"
 	}
 	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %s of %s rounds in %s windows, order %s (store %s)\n",
-		p.rec.ID, p.rec.Name, kind, report.PairsLine(p.rec), p.rec.RoundDuration, p.rec.Window, p.rec.Order, svc.where)
+		p.Record.ID, p.Record.Name, kind, report.PairsLine(p.Record), p.Record.RoundDuration, p.Record.Window, p.Record.Order, svc.where)
 	ui, err := a.startUI(st, f.uiAddr, false)
 	if err != nil {
 		return err
 	}
 	if ui != nil {
 		defer ui.Close()
-		fmt.Fprintf(a.stderr, "live charts: %s\n", ui.ComparisonURL(p.rec.ID))
+		fmt.Fprintf(a.stderr, "live charts: %s\n", ui.ComparisonURL(p.Record.ID))
 	}
-	note := fmt.Sprintf("comparison %s goes on (longhaul report %s)", p.rec.ID, p.rec.ID)
+	note := fmt.Sprintf("comparison %s goes on (longhaul report %s)", p.Record.ID, p.Record.ID)
 	if f.temporal == "" {
-		note = fmt.Sprintf("comparison %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", p.rec.ID, svc.dataDir)
+		note = fmt.Sprintf("comparison %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", p.Record.ID, svc.dataDir)
 	}
-	err = a.followComparison(ctx, c, st, wr, p, f.failOnWorse, note)
-	var silent errSilent
-	if errors.As(err, &silent) && silent.code == exitFailed {
+	err = follow.FollowComparison(ctx, a.terminal(), st, temporalWorkflow{c, wr}, follow.Comparison{
+		ID: p.Record.ID, Format: p.Format, Pairs: max(p.Record.Pairs, p.Record.MaxPairs),
+		RoundDuration: p.Record.RoundDuration, Window: p.Record.Window, FailOnWorse: f.failOnWorse, DetachNote: note,
+	})
+	if e, ok := err.(follow.Exit); ok && e.Code == follow.ExitFailed {
 		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", lg.path)
 	}
 	return err
-}
-
-// followComparison prints each round as it ends (and the equivalence
-// check's outcome once known) until the workflow ends, then the report.
-// The first interrupt cancels the comparison; the second stops following.
-func (a *app) followComparison(ctx context.Context, c client.Client, st store.Store, wr client.WorkflowRun, p comparePlan, failOnWorse bool, detachNote string) error {
-	done := make(chan error, 1)
-	go func() { done <- wr.Get(context.WithoutCancel(ctx), nil) }()
-	id := p.rec.ID
-	var progress *report.Progress
-	plannedPairs := max(p.rec.Pairs, p.rec.MaxPairs)
-	if p.format == report.Text {
-		total := time.Duration(2*plannedPairs) * p.rec.RoundDuration
-		progress = report.NewProgress(a.stderr, time.Now(), total)
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go progress.Run(pctx, time.Second)
-	}
-	printed := map[int]bool{}
-	eqPrinted, historyPrinted, looks := false, false, 0
-	total := 2 * plannedPairs
-	printNew := func() error {
-		cmp, err := st.GetComparison(ctx, id)
-		if err != nil {
-			return fmt.Errorf("read comparison %s: %w", id, err)
-		}
-		if !eqPrinted && cmp.Equivalence.Status != "" {
-			eqPrinted = true
-			if p.format == report.JSON {
-				if err := report.WriteEquivalenceJSON(a.stdout, cmp.Equivalence); err != nil {
-					return err
-				}
-			} else {
-				progress.Around(func() { fmt.Fprintf(a.stdout, "equivalence: %s\n", report.EquivalenceLine(cmp.Equivalence)) })
-			}
-		}
-		for _, r := range cmp.Rounds {
-			if printed[r.Index] || !r.Status.Done() {
-				continue
-			}
-			printed[r.Index] = true
-			if r.Index+1 > total {
-				total = r.Index + 1 // a rerun pair
-			}
-			if p.format == report.JSON {
-				if err := report.WriteRoundJSON(a.stdout, r); err != nil {
-					return err
-				}
-				continue
-			}
-			progress.Around(func() { fmt.Fprintln(a.stdout, report.RoundLine(r, total)) })
-		}
-		if !historyPrinted && cmp.History != nil {
-			historyPrinted = true
-			if p.format == report.Text {
-				progress.Around(func() { fmt.Fprintln(a.stdout, report.HistoryLine(*cmp.History)) })
-			}
-		}
-		for ; looks < len(cmp.Looks); looks++ {
-			l := cmp.Looks[looks]
-			if p.format == report.JSON {
-				if err := report.WriteLookJSON(a.stdout, l); err != nil {
-					return err
-				}
-				continue
-			}
-			progress.Around(func() { fmt.Fprintln(a.stdout, strings.Join(report.LookLines(l), "\n")) })
-		}
-		return nil
-	}
-	return followUntilDone(ctx, a, c, done, follower{
-		what: "comparison", wr: wr, poll: min(max(p.rec.Window/2, 200*time.Millisecond), time.Second),
-		progress: progress, detachNote: detachNote, tick: printNew,
-		status: func() (store.Status, string) {
-			cmp, err := st.GetComparison(ctx, id)
-			if err != nil {
-				return "", ""
-			}
-			return cmp.Status, cmp.Reason
-		},
-		finish: func() error {
-			cmp, err := st.GetComparison(ctx, id)
-			if err != nil {
-				return fmt.Errorf("read comparison %s: %w", id, err)
-			}
-			return a.finishComparison(cmp, p.format, failOnWorse)
-		},
-	})
-}
-
-// finishComparison prints the report of an ended comparison and maps its
-// outcome to the exit code.
-func (a *app) finishComparison(cmp store.Comparison, format report.Format, failOnWorse bool) error {
-	var err error
-	if format == report.JSON {
-		err = report.WriteComparisonJSON(a.stdout, cmp)
-	} else {
-		fmt.Fprintln(a.stdout)
-		err = report.WriteComparisonText(a.stdout, cmp)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case cmp.Status != store.Completed:
-		return errSilent{exitFailed}
-	case failOnWorse && len(report.WorseMetrics(cmp.Verdicts)) > 0:
-		fmt.Fprintf(a.stderr, "longhaul: B is worse on %s (--fail-on-worse)\n", strings.Join(report.WorseMetrics(cmp.Verdicts), ", "))
-		return errSilent{exitWorse}
-	}
-	return nil
 }
 
 func (a *app) comparisonsCmd() *cobra.Command {

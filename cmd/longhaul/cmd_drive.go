@@ -4,24 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math"
 	"net"
 	"net/http"
-	"net/url"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/driver"
-	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/scenarios"
-	"github.com/longhaul-dev/longhaul/store"
-	"github.com/longhaul-dev/longhaul/window"
 )
 
 // driveFlags are the flags of longhaul drive.
@@ -75,47 +68,13 @@ still printed and stored.`,
 
 // drive is longhaul drive. changed reports whether a flag was given.
 func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool) error {
-	format, err := report.ParseFormat(f.format)
+	d, err := launch.PlanDrive(ctx, launch.DriveRequest{
+		File: f.scenario, Target: f.target, Duration: f.duration, Window: f.window,
+		VUs: f.vus, MaxVUs: f.maxVUs, Rate: f.rate, Format: f.format, Changed: changed, LookupEnv: a.lookupEnv,
+	})
 	if err != nil {
-		return badInputf("--format: %v", err)
+		return a.launchErr(err)
 	}
-	if f.scenario == "" {
-		return badInputf("--scenario FILE is required")
-	}
-	s, err := scenarios.LoadFile(f.scenario)
-	if err != nil {
-		return a.scenarioErrors(err)
-	}
-	source, err := os.ReadFile(f.scenario)
-	if err != nil {
-		return badInputf("read %s: %v", f.scenario, err)
-	}
-	load, err := applyLoadFlags(s.Load, f, changed)
-	if err != nil {
-		return badInput{err}
-	}
-	target := f.target
-	if target == "" {
-		target = s.Environment.Target.URL
-	}
-	if target == "" {
-		return badInputf("--target URL is required (the scenario has no environment.target.url)")
-	}
-	u, err := url.Parse(target)
-	if err != nil {
-		return badInputf("--target %q: %v", target, err)
-	}
-	plan, err := scenarios.Compile(s, scenarios.CompileOptions{LookupEnv: a.lookupEnv})
-	if err != nil {
-		return a.scenarioErrors(err)
-	}
-	if err := driver.CheckTarget(ctx, u); err != nil {
-		if errors.Is(err, driver.ErrUnreachable) {
-			return badInputf("%v (is the target running?)", err)
-		}
-		return badInput{err}
-	}
-
 	var live *metrics.Set
 	if f.metricsAddr != "" {
 		live = metrics.NewSet()
@@ -125,174 +84,19 @@ func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool
 		}
 		defer stopMetrics()
 	}
-
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-
-	id, err := uuid.NewV7()
-	if err != nil {
-		return fmt.Errorf("new run id: %w", err)
-	}
-	// Writes after a Ctrl-C must still land: they use a context that the
-	// interrupt does not cancel.
-	storeCtx := context.WithoutCancel(ctx)
-	now := time.Now()
-	run := store.Run{
-		ID: id.String(), Name: s.Name, Kind: "drive", Status: store.Running,
-		Scenario: string(source), TargetURL: u.Redacted(), Incarnations: 1,
-		CreatedAt: now, StartedAt: now,
-	}
-	if err := st.PutRun(storeCtx, run); err != nil {
-		return fmt.Errorf("record the run in %s: %w", where, err)
-	}
-
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	interrupted := a.watchInterrupts(watchDone, stopRun, load.Timeout.D())
-
-	var progress *report.Progress
-	if format == report.Text {
-		progress = report.NewProgress(a.stderr, now, load.Duration.D())
-	}
-	out, err := report.NewWindowWriter(format, a.stdout, report.TextOptions{Progress: progress})
-	if err != nil {
+	err = follow.FollowDrive(ctx, a.terminal(), st, follow.Drive{
+		Scenario: d.Scenario, Source: d.Source, Plan: d.Plan, Load: d.Load, Target: d.Target, Format: d.Format,
+		Metrics: live, Where: where,
+	})
+	if errors.Is(err, driver.ErrInvalid) {
 		return badInput{err}
 	}
-	progressCtx, stopProgress := context.WithCancel(ctx)
-	progressDone := make(chan struct{})
-	go func() { defer close(progressDone); progress.Run(progressCtx, 500*time.Millisecond) }()
-
-	var (
-		totals   report.Totals
-		stored   int
-		storeErr error
-		printErr error
-	)
-	// The sink prints first, so a window is never lost from the output; a
-	// store failure stops the run gracefully (the windows still in flight
-	// are printed) rather than dropping the rest.
-	sink := func(w window.Window) error {
-		if err := out.Window(w); err != nil && printErr == nil {
-			printErr = err
-		}
-		if err := totals.Add(w); err != nil {
-			fmt.Fprintf(a.stderr, "longhaul: summary: %v\n", err)
-		}
-		if storeErr != nil {
-			return nil
-		}
-		if err := st.PutWindow(storeCtx, w); err != nil {
-			storeErr = err
-			fmt.Fprintf(a.stderr, "longhaul: %v; stopping the run\n", err)
-			stopRun()
-			return nil
-		}
-		stored++
-		return nil
-	}
-	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res, runErr := driver.Run(runCtx, driver.Options{
-		Target: u, Plan: plan, Load: load, RunID: run.ID, Metrics: live, Logger: logger,
-		Protocol: s.Environment.Protocol, TLS: s.Environment.DriverTLS(""),
-	}, sink)
-	stopProgress()
-	<-progressDone
-
-	if err := out.Summary(totals.Summary()); err != nil && printErr == nil {
-		printErr = err
-	}
-
-	status, reason := store.Completed, ""
-	switch {
-	case runErr != nil:
-		status, reason = store.Failed, runErr.Error()
-	case storeErr != nil:
-		status, reason = store.Failed, "store: "+storeErr.Error()
-	case interrupted() || ctx.Err() != nil:
-		status, reason = store.Cancelled, "interrupted"
-	case res.Stopped:
-		status, reason = store.Cancelled, "stopped before its duration"
-	}
-	if err := st.SetStatus(storeCtx, run.ID, status, reason, time.Now()); err != nil {
-		fmt.Fprintf(a.stderr, "longhaul: %v\n", err)
-	}
-	fmt.Fprintf(a.stderr, "run %s %s: %d windows stored in %s\n", run.ID, status, stored, where)
-
-	switch {
-	case runErr != nil && errors.Is(runErr, driver.ErrInvalid):
-		return badInput{runErr}
-	case runErr != nil:
-		return fmt.Errorf("drive: %w", runErr)
-	case printErr != nil:
-		return fmt.Errorf("write output: %w", printErr)
-	case status != store.Completed:
-		return errSilent{exitFailed}
-	}
-	return nil
-}
-
-// applyLoadFlags returns l with the flags that were given applied, checking
-// them against each other and the scenario.
-func applyLoadFlags(l scenarios.Load, f driveFlags, changed func(string) bool) (scenarios.Load, error) {
-	if changed("vus") && (changed("rate") || changed("max-vus")) {
-		return l, errors.New("--vus (closed model) and --rate/--max-vus (open model) exclude each other; give one")
-	}
-	if changed("duration") {
-		if f.duration < 0 {
-			return l, fmt.Errorf("--duration must be ≥ 0 (0: until interrupted), got %s", f.duration)
-		}
-		l.Duration = scenarios.Duration(f.duration)
-	}
-	if changed("window") {
-		if f.window <= 0 {
-			return l, fmt.Errorf("--window must be > 0, got %s", f.window)
-		}
-		l.Window = scenarios.Duration(f.window)
-	}
-	if changed("vus") {
-		if f.vus < 1 {
-			return l, fmt.Errorf("--vus must be ≥ 1, got %d", f.vus)
-		}
-		l.VUs, l.Rate, l.MaxVUs, l.Stages = f.vus, 0, 0, nil
-	}
-	if changed("rate") {
-		if !(f.rate > 0) || math.IsInf(f.rate, 0) {
-			return l, fmt.Errorf("--rate must be a positive number of iterations per second, got %v", f.rate)
-		}
-		l.Rate, l.VUs, l.Stages = f.rate, 0, nil
-		if l.MaxVUs == 0 {
-			l.MaxVUs = scenarios.DefaultMaxVUs
-		}
-	}
-	if changed("max-vus") {
-		if f.maxVUs < 1 {
-			return l, fmt.Errorf("--max-vus must be ≥ 1, got %d", f.maxVUs)
-		}
-		if !l.Open() {
-			return l, errors.New("--max-vus belongs to the open model: give --rate too (the scenario uses vus)")
-		}
-		l.MaxVUs = f.maxVUs
-	}
-	d := l.Duration.D()
-	if d > 0 && l.Window.D() > d {
-		if changed("window") {
-			return l, fmt.Errorf("--window %s is longer than the run (%s)", l.Window.D(), d)
-		}
-		l.Window = l.Duration // a shortened run is one window
-	}
-	var staged time.Duration
-	for _, s := range l.Stages {
-		staged += s.Duration.D()
-	}
-	if d > 0 && staged > d && changed("duration") {
-		return l, fmt.Errorf("--duration %s is shorter than the scenario's stages (%s); give --vus or --rate to replace them", d, staged)
-	}
-	return l, nil
+	return err
 }
 
 // scenarioErrors prints scenario problems one per line as file:line: message
@@ -312,41 +116,6 @@ func (a *app) scenarioErrors(err error) error {
 func (a *app) lookupEnv(name string) (string, bool) {
 	v := a.getenv(name)
 	return v, v != ""
-}
-
-// watchInterrupts calls stop on the first SIGINT/SIGTERM, until done is
-// closed, and reports whether one came. A later one says what is being
-// waited for.
-func (a *app) watchInterrupts(done <-chan struct{}, stop func(), timeout time.Duration) (interrupted func() bool) {
-	var (
-		mu  sync.Mutex
-		got bool
-	)
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-a.interrupts:
-				mu.Lock()
-				again := got
-				got = true
-				mu.Unlock()
-				if again {
-					if timeout == 0 {
-						timeout = driver.DefaultTimeout
-					}
-					fmt.Fprintf(a.stderr, "longhaul: stopping: waiting up to %s for requests in flight\n", timeout)
-				}
-				stop()
-			}
-		}
-	}()
-	return func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return got
-	}
 }
 
 // serveMetrics serves set (and the process's own metrics) at

@@ -146,8 +146,8 @@ func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed
 	if err != nil {
 		return workflows.ScheduledInput{}, badInputf("%s: %v", f.file, err)
 	}
-	return workflows.ScheduledInput{Name: p.rec.Name, File: abs, Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
-		Compare: &workflows.ScheduledCompare{Record: p.rec, Scenario: p.rec.Scenario, Input: p.in}}, nil
+	return workflows.ScheduledInput{Name: p.Record.Name, File: abs, Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
+		Compare: &workflows.ScheduledCompare{Record: p.Record, Scenario: p.Record.Scenario, Input: p.Input}}, nil
 }
 
 func (a *app) scheduleCreateCmd() *cobra.Command {
@@ -233,9 +233,9 @@ func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFl
 		return workflows.ScheduledInput{}, badInputf("%s: %v", file, err)
 	}
 	return workflows.ScheduledInput{
-		Name: p.scenario.Name, File: abs, Scenario: string(p.source), ScenarioDir: p.dir,
-		Duration: p.duration, Window: p.window, Provider: sf.provider, TargetEnv: p.targetEnv,
-		FailOn: string(p.failOn), Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
+		Name: p.Scenario.Name, File: abs, Scenario: string(p.Source), ScenarioDir: p.Dir,
+		Duration: p.Duration, Window: p.Window, Provider: sf.provider, TargetEnv: p.TargetEnv,
+		FailOn: string(p.FailOn), Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
 	}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
@@ -161,7 +162,7 @@ type demoRun struct {
 	data   string // the data directory
 	code   int
 	stderr string
-	report reportObject
+	report follow.ReportObject
 	run    store.Run
 	ws     []window.Window
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -59,12 +60,12 @@ probes:
 
 // runReport runs `longhaul run ARGS --format json` in-process and returns its
 // exit code, report line and stderr.
-func runReport(t *testing.T, args ...string) (int, reportObject, string) {
+func runReport(t *testing.T, args ...string) (int, follow.ReportObject, string) {
 	t.Helper()
 	r := startSoakRun(t, append(args, "--format", "json")...)
 	code := r.wait(t)
 	if code == exitBadInput {
-		return code, reportObject{}, r.stderr.String()
+		return code, follow.ReportObject{}, r.stderr.String()
 	}
 	return code, reportLine(t, r.stdout.String()), r.stderr.String()
 }

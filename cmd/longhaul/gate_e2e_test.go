@@ -8,6 +8,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
 )
@@ -150,18 +151,16 @@ func TestVerdictExitCodes(t *testing.T) {
 			if err := st.PutThresholds(context.Background(), "r", tt.rs); err != nil {
 				t.Fatal(err)
 			}
-			v, err := readVerdict(context.Background(), st, run, tt.fs)
+			v, err := follow.ReadVerdict(context.Background(), st, run, tt.fs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := exitOK
-			var silent errSilent
-			if err := v.err(); err != nil {
-				silent, _ = err.(errSilent)
-				got = silent.code
+			if err := v.Err(); err != nil {
+				got = err.(follow.Exit).Code
 			}
 			if got != tt.want {
-				t.Errorf("exit %d, want %d (gate %s)", got, tt.want, v.gate)
+				t.Errorf("exit %d, want %d (gate %v)", got, tt.want, v.Gate)
 			}
 		})
 	}

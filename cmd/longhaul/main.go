@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/longhaul-dev/longhaul/follow"
 )
 
 // Exit codes.
@@ -77,6 +79,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 	var silent errSilent
 	if errors.As(err, &silent) {
 		return silent.code
+	}
+	var followed follow.Exit
+	if errors.As(err, &followed) {
+		return followed.Code
 	}
 	fmt.Fprintln(a.stderr, "longhaul:", err)
 	var bad badInput

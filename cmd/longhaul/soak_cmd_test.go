@@ -11,6 +11,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
@@ -124,7 +125,7 @@ func TestReportObject(t *testing.T) {
 	var b strings.Builder
 	run := store.Run{ID: "r", Status: store.Failed, Reason: "target stopped answering: refused"}
 	g, _ := report.JudgeRun(run, nil, nil)
-	if err := writeReportObject(&b, run, window.Summary{Windows: 3, Gaps: 1}, nil, nil, runVerdict{run: run, gate: g}); err != nil {
+	if err := follow.WriteReportObject(&b, run, window.Summary{Windows: 3, Gaps: 1}, nil, nil, follow.Verdict{Run: run, Gate: g}); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -370,7 +371,7 @@ func checkWindows(t *testing.T, ws []window.Window, slots int) (gaps int) {
 }
 
 // reportLine decodes the last NDJSON line of longhaul run --format json.
-func reportLine(t *testing.T, stdout string) reportObject {
+func reportLine(t *testing.T, stdout string) follow.ReportObject {
 	t.Helper()
 	var last string
 	sc := bufio.NewScanner(strings.NewReader(stdout))
@@ -380,7 +381,7 @@ func reportLine(t *testing.T, stdout string) reportObject {
 			last = sc.Text()
 		}
 	}
-	var r reportObject
+	var r follow.ReportObject
 	if err := json.Unmarshal([]byte(last), &r); err != nil || r.Type != "report" {
 		t.Fatalf("last output line is not a report object (%v): %q", err, last)
 	}
