@@ -244,4 +244,3 @@ func TestCheckProviderOverride(t *testing.T) {
 		})
 	}
 }
-
