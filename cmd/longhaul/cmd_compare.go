@@ -11,10 +11,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
-	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/report"
@@ -48,14 +47,9 @@ type compareFlags struct {
 	disturbedAbove string
 	provider       string
 	failOnWorse    bool
-	format         string
-	detach         bool
 	seed           uint64
-	temporal       string
-	namespace      string
-	metricsAddr    string
-	uiAddr         string
-	verbose        bool
+	clusterFlags
+	followFlags
 	storeFlags
 }
 
@@ -112,14 +106,9 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 		"a round whose foreign load (CPU busy with neither the target, its database nor longhaul) is above this share of the host is disturbed, or off")
 	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker or auto (default: the scenario's)")
 	fs.BoolVar(&f.failOnWorse, "fail-on-worse", false, "exit 3 when the comparison completes and a metric is worse")
-	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON rounds, then one comparison object)")
-	fs.BoolVar(&f.detach, "detach", false, "submit the comparison and return without following it")
 	fs.Uint64Var(&f.seed, "seed", 0, "base seed of the request sequences (default: random)")
-	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (default: an embedded server in this process)")
-	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
-	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the comparison, serve the browser UI on HOST:PORT (default a free port)")
-	verboseFlag(fs, &f.verbose)
+	f.clusterFlags.register(fs)
+	f.followFlags.register(fs, "comparison", "rounds", "comparison")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -151,68 +140,48 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if err != nil {
 		return err
 	}
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
+	s, err := a.openSession(ctx, f.storeFlags, f.clusterFlags, f.followFlags)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	st := svc.store
-	lg, err := a.openLogs(svc.dataDir, f.verbose)
-	if err != nil {
-		return err
-	}
-	defer lg.Close()
-	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, lg)
-	if err != nil {
-		return err
-	}
-	defer stop()
-
+	defer s.Close()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return fmt.Errorf("new comparison id: %w", err)
 	}
-	p.Record.ID, p.Record.WorkflowID, p.Record.CreatedAt = id.String(), "longhaul-compare-"+id.String(), time.Now()
-	p.Input.ComparisonID = p.Record.ID
-	if err := st.PutComparison(ctx, p.Record); err != nil {
-		return fmt.Errorf("record the comparison in %s: %w", svc.where, err)
+	rec := p.Record
+	rec.ID, rec.WorkflowID, rec.CreatedAt = id.String(), "longhaul-compare-"+id.String(), time.Now()
+	p.Input.ComparisonID = rec.ID
+	if err := s.store.PutComparison(ctx, rec); err != nil {
+		return fmt.Errorf("record the comparison in %s: %w", s.where, err)
 	}
-	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: p.Record.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.CompareWorkflowName, p.Input)
-	if err != nil {
-		_ = st.SetComparisonStatus(context.WithoutCancel(ctx), p.Record.ID, store.Failed, "not submitted: "+err.Error(), time.Now())
-		return fmt.Errorf("submit the comparison to Temporal at %s: %w", hostPort, err)
-	}
-	if f.detach {
-		fmt.Fprintf(a.stdout, "comparison %s submitted (workflow %s)\n", p.Record.ID, p.Record.WorkflowID)
-		if f.temporal == "" {
-			fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the comparison continues when 'longhaul dev --data %s' starts\n", svc.dataDir)
-		}
-		return nil
-	}
-	kind := "A vs B"
-	if p.Record.SameBuild() {
-		kind = "A vs A (the noise floor)"
-	}
-	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %s of %s rounds in %s windows, order %s (store %s)\n",
-		p.Record.ID, p.Record.Name, kind, report.PairsLine(p.Record), p.Record.RoundDuration, p.Record.Window, p.Record.Order, svc.where)
-	ui, err := a.startUI(st, f.uiAddr, false)
+	wf, err := s.submit(ctx, "comparison", rec.WorkflowID, workflows.CompareWorkflowName, p.Input, func(ctx context.Context, reason string, at time.Time) error {
+		return s.store.SetComparisonStatus(ctx, rec.ID, store.Failed, reason, at)
+	})
 	if err != nil {
 		return err
 	}
-	if ui != nil {
-		defer ui.Close()
-		fmt.Fprintf(a.stderr, "live charts: %s\n", ui.ComparisonURL(p.Record.ID))
+	if f.detach {
+		a.detached(s, "comparison", rec.ID, rec.WorkflowID)
+		return nil
 	}
-	note := fmt.Sprintf("comparison %s goes on (longhaul report %s)", p.Record.ID, p.Record.ID)
-	if f.temporal == "" {
-		note = fmt.Sprintf("comparison %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", p.Record.ID, svc.dataDir)
+	kind := "A vs B"
+	if rec.SameBuild() {
+		kind = "A vs A (the noise floor)"
 	}
-	err = follow.FollowComparison(ctx, a.terminal(), st, temporalWorkflow{c, wr}, follow.Comparison{
-		ID: p.Record.ID, Format: p.Format, Pairs: max(p.Record.Pairs, p.Record.MaxPairs),
-		RoundDuration: p.Record.RoundDuration, Window: p.Record.Window, FailOnWorse: f.failOnWorse, DetachNote: note,
+	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %s of %s rounds in %s windows, order %s (store %s)\n",
+		rec.ID, rec.Name, kind, report.PairsLine(rec), rec.RoundDuration, rec.Window, rec.Order, s.where)
+	closeUI, err := a.liveUI(s.store, f.uiAddr, func(ui *charts.Running) string { return ui.ComparisonURL(rec.ID) })
+	if err != nil {
+		return err
+	}
+	defer closeUI()
+	err = follow.FollowComparison(ctx, a.terminal(), s.store, wf, follow.Comparison{
+		ID: rec.ID, Format: p.Format, Pairs: max(rec.Pairs, rec.MaxPairs),
+		RoundDuration: rec.RoundDuration, Window: rec.Window, FailOnWorse: f.failOnWorse, DetachNote: s.detachNote("comparison", rec.ID),
 	})
 	if e, ok := err.(follow.Exit); ok && e.Code == follow.ExitFailed {
-		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", lg.path)
+		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", s.lg.path)
 	}
 	return err
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/store"
@@ -18,21 +18,16 @@ import (
 
 // runFlags are the flags of longhaul run.
 type runFlags struct {
-	duration    time.Duration
-	window      time.Duration
-	temporal    string
-	namespace   string
-	detach      bool
-	protocol    string
-	format      string
-	provider    string
-	targetEnv   []string
-	metricsAddr string
-	pushURL     string
-	uiAddr      string
-	verbose     bool
-	failOn      failOnFlag
-	hostWait    time.Duration
+	duration  time.Duration
+	window    time.Duration
+	protocol  string
+	provider  string
+	targetEnv []string
+	pushURL   string
+	failOn    failOnFlag
+	hostWait  time.Duration
+	clusterFlags
+	followFlags
 	storeFlags
 }
 
@@ -71,19 +66,14 @@ input, 3 completed but the gate failed.`,
 	fs := cmd.Flags()
 	fs.DurationVar(&f.duration, "duration", 0, "how long to drive load (default: the scenario's load.duration)")
 	fs.DurationVar(&f.window, "window", 0, "length of one result window (default: the scenario's load.window)")
-	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (default: an embedded server in this process)")
-	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
-	fs.BoolVar(&f.detach, "detach", false, "submit the run and return without following it")
-	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON windows, then one report object)")
 	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.protocol, "protocol", "", "how the driver speaks HTTP: h1, h2 (over TLS) or h2c (default: the scenario's environment.protocol)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
 	fs.DurationVar(&f.hostWait, "host-wait", workflows.DefaultHostWait, "how long the run waits for its host's worker to come back before it is provisioned again on another host")
-	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the run, serve the browser UI on HOST:PORT (default a free port)")
-	verboseFlag(fs, &f.verbose)
 	f.failOn.register(fs)
+	f.clusterFlags.register(fs)
+	f.followFlags.register(fs, "run", "windows", "report")
 	f.storeFlags.register(fs)
 	return cmd
 }
@@ -113,24 +103,11 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	if err != nil {
 		return err
 	}
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
+	s, err := a.openSession(ctx, f.storeFlags, f.clusterFlags, f.followFlags)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	st := svc.store
-	lg, err := a.openLogs(svc.dataDir, f.verbose)
-	if err != nil {
-		return err
-	}
-	defer lg.Close()
-
-	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace, lg)
-	if err != nil {
-		return err
-	}
-	defer stop()
-
+	defer s.Close()
 	id, err := uuid.NewV7()
 	if err != nil {
 		return fmt.Errorf("new run id: %w", err)
@@ -140,42 +117,32 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		Scenario: string(p.Source), ScenarioDir: p.Dir, WorkflowID: "longhaul-soak-" + id.String(),
 		TargetURL: p.Scenario.Environment.Target.URL, FailOn: string(p.FailOn), CreatedAt: time.Now(),
 	}
-	if err := st.PutRun(ctx, run); err != nil {
-		return fmt.Errorf("record the run in %s: %w", svc.where, err)
+	if err := s.store.PutRun(ctx, run); err != nil {
+		return fmt.Errorf("record the run in %s: %w", s.where, err)
 	}
-	in := workflows.SoakInput{
+	wf, err := s.submit(ctx, "soak", run.WorkflowID, workflows.WorkflowName, workflows.SoakInput{
 		RunID: run.ID, Name: run.Name, Duration: p.Duration, Window: p.Window,
 		Provider: f.provider, TargetEnv: p.TargetEnv, PushURL: f.pushURL, HostWait: f.hostWait,
 		Protocol: f.protocol,
-	}
-	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
-	if err != nil {
-		_ = st.SetStatus(context.WithoutCancel(ctx), run.ID, store.Failed, "not submitted: "+err.Error(), time.Now())
-		return fmt.Errorf("submit the soak to Temporal at %s: %w", hostPort, err)
-	}
-	if f.detach {
-		fmt.Fprintf(a.stdout, "run %s submitted (workflow %s)\n", run.ID, run.WorkflowID)
-		if f.temporal == "" {
-			fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the run continues when 'longhaul dev --data %s' starts\n", svc.dataDir)
-		}
-		return nil
-	}
-	note := fmt.Sprintf("run %s goes on (longhaul report %s)", run.ID, run.ID)
-	if f.temporal == "" {
-		note = fmt.Sprintf("run %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", run.ID, svc.dataDir)
-	}
-	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.Duration, p.Window, svc.where)
-	ui, err := a.startUI(st, f.uiAddr, false)
+	}, func(ctx context.Context, reason string, at time.Time) error {
+		return s.store.SetStatus(ctx, run.ID, store.Failed, reason, at)
+	})
 	if err != nil {
 		return err
 	}
-	if ui != nil {
-		defer ui.Close()
-		fmt.Fprintf(a.stderr, "live charts: %s\n", ui.RunURL(run.ID))
+	if f.detach {
+		a.detached(s, "run", run.ID, run.WorkflowID)
+		return nil
 	}
-	return follow.FollowRun(ctx, a.terminal(), st, temporalWorkflow{c, wr}, follow.Run{
+	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.Duration, p.Window, s.where)
+	closeUI, err := a.liveUI(s.store, f.uiAddr, func(ui *charts.Running) string { return ui.RunURL(run.ID) })
+	if err != nil {
+		return err
+	}
+	defer closeUI()
+	return follow.FollowRun(ctx, a.terminal(), s.store, wf, follow.Run{
 		ID: run.ID, Format: p.Format, Duration: p.Duration, Window: p.Window,
-		Lines: lg.lines, DetachNote: note, LogPath: lg.path,
+		Lines: s.lg.lines, DetachNote: s.detachNote("run", run.ID), LogPath: s.lg.path,
 	})
 }
 

@@ -135,7 +135,7 @@ func (f *scheduleCompareFlags) register(fs *pflag.FlagSet) {
 // `longhaul compare` does and turns them into the schedule's action.
 func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
 	cf := f.cf
-	cf.window, cf.provider, cf.format = sf.window, sf.provider, "text"
+	cf.window, cf.provider, cf.followFlags.format = sf.window, sf.provider, "text"
 	cf.temporal = "schedule" // ${env:...} resolve on the worker
 	cf.maxPairs, cf.decideOn = analysis.DefaultMaxPairs, defaultDecideOn
 	p, err := a.planCompare(f.file, cf, changed)
@@ -222,7 +222,8 @@ func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFl
 	// temporal is set so that planSoak leaves ${env:...} to the worker.
 	// A schedule has no --host-wait: its soaks wait the default
 	// (SoakInput.HostWait 0).
-	rf := runFlags{duration: sf.duration, window: sf.window, provider: sf.provider, targetEnv: sf.env, failOn: sf.failOn, format: "text", temporal: "schedule",
+	rf := runFlags{duration: sf.duration, window: sf.window, provider: sf.provider, targetEnv: sf.env, failOn: sf.failOn,
+		followFlags: followFlags{format: "text"}, clusterFlags: clusterFlags{temporal: "schedule"},
 		hostWait: workflows.DefaultHostWait}
 	p, err := a.planSoak(ctx, file, rf, changed)
 	if err != nil {

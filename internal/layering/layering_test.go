@@ -34,6 +34,11 @@ var forbidden = map[string][]string{
 	// schedule is the client side of Temporal Schedules (the SDK's
 	// ScheduleClient): it needs the SDK, never the server.
 	"schedule": {"go.temporal.io/server/", "github.com/testcontainers/"},
+	// follow sees a workflow only through its Workflow interface: the
+	// command adapts Temporal's client to it.
+	"follow": {"go.temporal.io/", "github.com/testcontainers/"},
+	// launch builds the workflows' inputs (package workflows: the SDK).
+	"launch": {"go.temporal.io/server/", "github.com/testcontainers/"},
 }
 
 func TestDependencyDirection(t *testing.T) {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/charts"
+	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// clusterFlags are --temporal and --namespace of the commands that submit
+// workflows (run, compare).
+type clusterFlags struct {
+	temporal  string
+	namespace string
+}
+
+func (f *clusterFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (default: an embedded server in this process)")
+	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
+}
+
+// followFlags are how run and compare show what they submitted: the
+// output, the live UI, --detach, --verbose and the metrics endpoint. what
+// is "run" or "comparison"; items what the JSON output holds before its
+// last object.
+type followFlags struct {
+	format      string
+	detach      bool
+	uiAddr      string
+	verbose     bool
+	metricsAddr string
+}
+
+func (f *followFlags) register(fs *pflag.FlagSet, what, items, last string) {
+	fs.BoolVar(&f.detach, "detach", false, "submit the "+what+" and return without following it")
+	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON "+items+", then one "+last+" object)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
+	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the "+what+", serve the browser UI on HOST:PORT (default a free port)")
+	verboseFlag(fs, &f.verbose)
+}
+
+// session is what run and compare hold while they submit and follow: the
+// services, the log files and a Temporal client — of --temporal, or of an
+// embedded server on the data directory with a worker in this process.
+type session struct {
+	*services
+	lg       *logs
+	c        client.Client
+	hostPort string
+	embedded bool
+	stop     func()
+}
+
+func (a *app) openSession(ctx context.Context, sf storeFlags, cl clusterFlags, ff followFlags) (*session, error) {
+	svc, err := a.openServices(ctx, sf, ff.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	lg, err := a.openLogs(svc.dataDir, ff.verbose)
+	if err != nil {
+		svc.Close()
+		return nil, err
+	}
+	c, hostPort, stop, err := a.connect(ctx, svc, cl.temporal, cl.namespace, lg)
+	if err != nil {
+		lg.Close()
+		svc.Close()
+		return nil, err
+	}
+	return &session{services: svc, lg: lg, c: c, hostPort: hostPort, embedded: cl.temporal == "", stop: stop}, nil
+}
+
+func (s *session) Close() {
+	s.stop()
+	s.lg.Close()
+	s.services.Close()
+}
+
+// submit starts a workflow on the general queue for a record already
+// stored; when Temporal refuses it, fail marks the record failed.
+func (s *session) submit(ctx context.Context, what, workflowID, workflow string, in any, fail func(ctx context.Context, reason string, at time.Time) error) (follow.Workflow, error) {
+	wr, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflowID, TaskQueue: activities.GeneralQueue}, workflow, in)
+	if err != nil {
+		_ = fail(context.WithoutCancel(ctx), "not submitted: "+err.Error(), time.Now())
+		return nil, fmt.Errorf("submit the %s to Temporal at %s: %w", what, s.hostPort, err)
+	}
+	return temporalWorkflow{s.c, wr}, nil
+}
+
+// detached prints what --detach prints about a submitted run or comparison.
+func (a *app) detached(s *session, what, id, workflowID string) {
+	fmt.Fprintf(a.stdout, "%s %s submitted (workflow %s)\n", what, id, workflowID)
+	if s.embedded {
+		fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the %s continues when 'longhaul dev --data %s' starts\n", what, s.dataDir)
+	}
+}
+
+// detachNote is what a second Ctrl-C leaves the user with.
+func (s *session) detachNote(what, id string) string {
+	if s.embedded {
+		return fmt.Sprintf("%s %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", what, id, s.dataDir)
+	}
+	return fmt.Sprintf("%s %s goes on (longhaul report %s)", what, id, id)
+}
+
+// liveUI serves the UI while a run or comparison is followed and prints
+// its page's address; close stops it.
+func (a *app) liveUI(st store.Store, addr string, page func(*charts.Running) string) (close func(), err error) {
+	ui, err := a.startUI(st, addr, false)
+	if err != nil || ui == nil {
+		return func() {}, err
+	}
+	fmt.Fprintf(a.stderr, "live charts: %s\n", page(ui))
+	return func() { ui.Close() }, nil
+}
