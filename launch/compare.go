@@ -43,9 +43,11 @@ type CompareRequest struct {
 // Compare is a checked comparison: its record and its workflow's input
 // (IDs not yet set).
 type Compare struct {
-	Record store.Comparison
-	Input  workflows.CompareInput
-	Format report.Format
+	// Environment is the scenario's, for the host's pre-flight check.
+	Environment scenarios.Environment
+	Record      store.Comparison
+	Input       workflows.CompareInput
+	Format      report.Format
 }
 
 // compareOptions are a request's values that need no scenario.
@@ -147,6 +149,7 @@ func PlanCompare(r CompareRequest) (Compare, error) {
 			return p, err
 		}
 	}
+	p.Environment = s.Environment
 	p.Record = store.Comparison{
 		Name: s.Name, Status: store.Pending, Scenario: string(source), ScenarioDir: dir, A: sideA, B: sideB,
 		Order: r.Order, Pairs: o.pairs, Provider: provider, RoundDuration: round, Window: win, Warmup: warm,

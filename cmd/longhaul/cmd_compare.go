@@ -79,7 +79,7 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 		Example: `  longhaul compare scenarios/demo.yaml                                  # A vs A: the noise floor
   longhaul compare scenarios/demo.yaml --b-env DEMO_CPU_BURN_US=20 --pairs 3 --round-duration 30s
   longhaul compare api.yaml --a main --b my-branch --fail-on-worse --format json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneFile("compare"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.compare(cmd.Context(), args[0], f, cmd.Flags().Changed)
 		},
@@ -140,6 +140,9 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if err != nil {
 		return err
 	}
+	if err := a.preflight(ctx, f.clusterFlags, p.Environment, p.Record.Provider); err != nil {
+		return err
+	}
 	s, err := a.openSession(ctx, f.storeFlags, f.clusterFlags, f.followFlags)
 	if err != nil {
 		return err
@@ -183,6 +186,7 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if e, ok := err.(follow.Exit); ok && e.Code == follow.ExitFailed {
 		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", s.lg.path)
 	}
+	a.browseLater(f.followFlags, f.storeFlags, "/comparisons/"+rec.ID)
 	return err
 }
 

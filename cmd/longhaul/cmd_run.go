@@ -58,7 +58,7 @@ input, 3 completed but the gate failed.`,
 		Example: `  longhaul run scenarios/hello.yaml --duration 2m --window 10s
   longhaul run soak.yaml --temporal 127.0.0.1:7233 --detach
   longhaul run soak.yaml --fail-on warning    # exit 3 on a warning or critical finding`,
-		Args: cobra.ExactArgs(1),
+		Args: oneFile("run"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runSoak(cmd.Context(), args[0], f, cmd.Flags().Changed)
 		},
@@ -66,7 +66,7 @@ input, 3 completed but the gate failed.`,
 	fs := cmd.Flags()
 	fs.DurationVar(&f.duration, "duration", 0, "how long to drive load (default: the scenario's load.duration)")
 	fs.DurationVar(&f.window, "window", 0, "length of one result window (default: the scenario's load.window)")
-	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
+	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto, or url (drive the scenario's running environment.target.url, start nothing) (default: the scenario's)")
 	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
 	fs.StringVar(&f.protocol, "protocol", "", "how the driver speaks HTTP: h1, h2 (over TLS) or h2c (default: the scenario's environment.protocol)")
 	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
@@ -101,6 +101,9 @@ func (a *app) launchErr(err error) error {
 func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func(string) bool) error {
 	p, err := a.planSoak(ctx, file, f, changed)
 	if err != nil {
+		return err
+	}
+	if err := a.preflight(ctx, f.clusterFlags, p.Scenario.Environment, f.provider); err != nil {
 		return err
 	}
 	s, err := a.openSession(ctx, f.storeFlags, f.clusterFlags, f.followFlags)
@@ -140,10 +143,12 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		return err
 	}
 	defer closeUI()
-	return follow.FollowRun(ctx, a.terminal(), s.store, wf, follow.Run{
+	err = follow.FollowRun(ctx, a.terminal(), s.store, wf, follow.Run{
 		ID: run.ID, Format: p.Format, Duration: p.Duration, Window: p.Window,
 		Lines: s.lg.lines, DetachNote: s.detachNote("run", run.ID), LogPath: s.lg.path,
 	})
+	a.browseLater(f.followFlags, f.storeFlags, "/runs/"+run.ID)
+	return err
 }
 
 // connect returns a Temporal client: of the cluster at temporal, or —

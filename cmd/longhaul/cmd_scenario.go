@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
@@ -18,13 +19,31 @@ func (a *app) scenarioCmd() *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check scenario files; print every problem as file:line: message (exit 2 if any)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, files []string) error {
+		Long: `Validate checks each scenario file as longhaul run would before it starts
+anything: its keys and values (every problem as file:line: message), and
+whether this host can serve its environment — a Docker engine and the images
+for the docker provider, the target's command and PostgreSQL or MariaDB
+server binaries for the local one. Any problem: exit 2.
+
+A file with no target at all (no environment.target.url, nothing to start) is
+a load description for longhaul drive --target URL: validate says so, and that
+run would refuse it.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
 			bad := false
 			for _, f := range files {
-				_, err := scenarios.LoadFile(f)
+				s, err := scenarios.LoadFile(f)
 				if err == nil {
-					fmt.Fprintf(a.stdout, "%s: ok\n", f)
+					err = provision.Preflight(cmd.Context(), s.Environment, "", provision.Options{Logger: discard, Route: a.getenv(dockerRouteEnv)})
+					switch {
+					case err == nil:
+						fmt.Fprintf(a.stdout, "%s: ok\n", f)
+					case errors.Is(err, provision.ErrNoTarget):
+						fmt.Fprintf(a.stdout, "%s: ok for longhaul drive --target URL; longhaul run refuses it (%v)\n", f, err)
+					default:
+						bad = true
+						fmt.Fprintf(a.stderr, "%s: %v\n", f, err)
+					}
 					continue
 				}
 				bad = true

@@ -377,7 +377,8 @@ ops:
 		want     []string // in the printed "run ID failed: ..." line, or on stderr for exit 2
 		wantTail string   // in the log lines printed under it
 	}{
-		{"missing image", true, []string{noImage, "--provider", "docker"}, exitFailed,
+		// Refused before anything starts, as scenario validate refuses it.
+		{"missing image", true, []string{noImage, "--provider", "docker"}, exitBadInput,
 			[]string{"image not available: target.image longhaul-test/no-such-image:1 is not present and cannot be pulled", "scripts/offline-images.sh"}, ""},
 		{"invalid environment", false, []string{local("true", `X: "{{.Database.URL}}"`), "--provider", "local"}, exitFailed,
 			[]string{"invalid environment: target.env.X uses {{.Database...}} but database.kind is none"}, ""},

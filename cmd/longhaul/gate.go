@@ -16,7 +16,7 @@ const exitGate = 3
 type failOnFlag struct{ value string }
 
 func (f *failOnFlag) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.value, "fail-on", "", "fail the gate (exit 3) when a finding is at least this severe: warning or critical")
+	fs.StringVar(&f.value, "fail-on", "", "fail the gate (exit 3) when a finding is at least this severe: warning, critical, or none (the default)")
 }
 
 // severity is the flag's severity ("" for none); a bad value is bad input.

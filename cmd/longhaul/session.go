@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -44,6 +47,21 @@ func (f *followFlags) register(fs *pflag.FlagSet, what, items, last string) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
 	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the "+what+", serve the browser UI on HOST:PORT (default a free port)")
 	verboseFlag(fs, &f.verbose)
+}
+
+// preflight refuses, before anything is recorded or started, an environment
+// this host cannot serve: no Docker engine or image, no database server
+// binaries, a target command that does not exist (provision.Preflight; the
+// same check as scenario validate). Only when this process is the worker:
+// other workers answer for their own hosts.
+func (a *app) preflight(ctx context.Context, cl clusterFlags, env scenarios.Environment, provider string) error {
+	if cl.temporal != "" {
+		return nil
+	}
+	if err := provision.Preflight(ctx, env, provider, provision.Options{Logger: discard, Route: a.getenv(dockerRouteEnv)}); err != nil {
+		return badInput{err}
+	}
+	return nil
 }
 
 // session is what run and compare hold while they submit and follow: the
@@ -119,4 +137,31 @@ func (a *app) liveUI(st store.Store, addr string, page func(*charts.Running) str
 	}
 	fmt.Fprintf(a.stderr, "live charts: %s\n", page(ui))
 	return func() { ui.Close() }, nil
+}
+
+// browseLater tells a person where the run or comparison they followed
+// stays browsable once this process and its live UI are gone. Not for
+// JSON output: a program reads that.
+func (a *app) browseLater(ff followFlags, sf storeFlags, page string) {
+	if ff.format != "text" {
+		return
+	}
+	cmd := "longhaul ui"
+	if sf.data != "" {
+		cmd += " --data " + sf.data
+	}
+	if sf.store != "" && !store.IsPostgres(sf.store) {
+		cmd += " --store " + sf.store
+	}
+	fmt.Fprintf(a.stderr, "browse it later: %s, then open %s\n", cmd, page)
+}
+
+// oneFile is the positional argument of run and compare: one scenario file.
+func oneFile(command string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return badInputf("%s takes one scenario file: longhaul %s FILE (scenarios/demo.yaml soaks the demo API; longhaul %s --help)", command, command, command)
+		}
+		return nil
+	}
 }
