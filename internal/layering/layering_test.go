@@ -34,6 +34,9 @@ var forbidden = map[string][]string{
 	// schedule is the client side of Temporal Schedules (the SDK's
 	// ScheduleClient): it needs the SDK, never the server.
 	"schedule": {"go.temporal.io/server/", "github.com/testcontainers/"},
+	// soakworker wires the provisioner (testcontainers) into the SDK's
+	// worker: it links both, but never the server.
+	"soakworker": {"go.temporal.io/server/"},
 }
 
 func TestDependencyDirection(t *testing.T) {
