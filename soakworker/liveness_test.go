@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/store"
@@ -40,6 +46,67 @@ func TestLivenessWithoutTemporal(t *testing.T) {
 				if got := running(run); got != want {
 					t.Errorf("Running(%s) = %v, want %v", run, got, want)
 				}
+			}
+		})
+	}
+}
+
+// describer answers DescribeWorkflowExecution from a map; a workflow it
+// does not know is an error. Any other call panics (the embedded nil
+// client): Liveness must ask nothing else.
+type describer struct {
+	client.Client
+	status map[string]enumspb.WorkflowExecutionStatus
+}
+
+func (d describer) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	s, ok := d.status[id]
+	if !ok {
+		return nil, errors.New("workflow not found")
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: s}}, nil
+}
+
+// TestLivenessWithTemporal: a run the store calls running whose workflow
+// has closed is abandoned (failed, or cancelled when its workflow was) and
+// swept; whenever Temporal cannot tell, the run keeps its resources.
+func TestLivenessWithTemporal(t *testing.T) {
+	ctx := context.Background()
+	st := &activitiestest.Store{}
+	c := describer{status: map[string]enumspb.WorkflowExecutionStatus{
+		"wf-running":    enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+		"wf-terminated": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		"wf-canceled":   enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+	}}
+	tests := []struct {
+		run, workflow string
+		running       bool
+		status        store.Status // the run's status afterwards
+	}{
+		{"running", "wf-running", true, store.Running},
+		{"terminated", "wf-terminated", false, store.Failed},
+		{"canceled", "wf-canceled", false, store.Cancelled},
+		{"other-cluster", "wf-elsewhere", true, store.Running},
+		{"no-workflow", "", true, store.Running},
+	}
+	for _, tt := range tests {
+		_ = st.PutRun(ctx, store.Run{ID: tt.run, Status: store.Running, WorkflowID: tt.workflow})
+	}
+	running := Liveness{Store: st, Client: c, Log: discard}.Running(ctx)
+	for _, tt := range tests {
+		t.Run(tt.run, func(t *testing.T) {
+			if got := running(tt.run); got != tt.running {
+				t.Errorf("Running(%s) = %v, want %v", tt.run, got, tt.running)
+			}
+			r, err := st.GetRun(ctx, tt.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != tt.status {
+				t.Errorf("status afterwards = %s (%s), want %s", r.Status, r.Reason, tt.status)
+			}
+			if !tt.running && !strings.HasPrefix(r.Reason, "abandoned: its workflow "+tt.workflow+" ended") {
+				t.Errorf("reason = %q, want it to say the run was abandoned", r.Reason)
 			}
 		})
 	}
