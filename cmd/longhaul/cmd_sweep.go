@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/soakworker"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -54,22 +55,22 @@ the store.`,
 					return err
 				}
 				defer st.Close()
-				live := liveness{st: st, unknownIsOver: true, log: logger}
+				live := soakworker.Liveness{Store: st, UnknownIsOver: true, Log: logger}
 				if temporal != "" {
 					c, err := a.dialTemporal(ctx, temporal, namespace, discard)
 					if err != nil {
 						return err
 					}
 					defer c.Close()
-					live.c = c
+					live.Client = c
 				}
 				if len(runs) > 0 {
-					live.only = map[string]bool{}
+					live.Only = map[string]bool{}
 					for _, r := range runs {
-						live.only[r] = true
+						live.Only[r] = true
 					}
 				}
-				isRunning = live.running(ctx)
+				isRunning = live.Running(ctx)
 			}
 			removed, err := provision.Sweep(ctx, provision.Options{DataDir: dataDir, Logger: logger}, isRunning)
 			for _, r := range removed {

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/follow"
-	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -146,33 +143,5 @@ func TestReportObject(t *testing.T) {
 	sum, _ := got["summary"].(map[string]any)
 	if _, has := sum["type"]; has || sum["windows"] != 3.0 {
 		t.Errorf("summary = %v: want the summary's fields without its type", sum)
-	}
-}
-
-// TestEnvironmentRoundTrip: what the activities carry about an environment
-// gives the provisioner back exactly what it described.
-func TestEnvironmentRoundTrip(t *testing.T) {
-	in := provision.Environment{
-		ID: "r-1", RunID: "r", Incarnation: 1, Provider: "local", Host: "h",
-		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), TargetURL: "http://127.0.0.1:9000",
-		Target:   provision.Process{PID: 42, DataDir: "/tmp/x"},
-		Database: &provision.DatabaseEndpoint{Kind: "postgres", URL: "postgres://127.0.0.1:5433/db", Process: provision.Process{PID: 43}},
-	}
-	env, err := toActivityEnv(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.ID != in.ID || env.PID != 42 || env.DatabaseURL != in.Database.URL || env.TargetURL != in.TargetURL {
-		t.Errorf("activity environment = %+v", env)
-	}
-	out, err := fromActivityEnv(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(out, in) {
-		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
-	}
-	if _, err := fromActivityEnv(activities.Environment{ID: "x"}); err == nil {
-		t.Error("an environment without its description decoded")
 	}
 }

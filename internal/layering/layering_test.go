@@ -39,6 +39,9 @@ var forbidden = map[string][]string{
 	"follow": {"go.temporal.io/", "github.com/testcontainers/"},
 	// launch builds the workflows' inputs (package workflows: the SDK).
 	"launch": {"go.temporal.io/server/", "github.com/testcontainers/"},
+	// soakworker wires the provisioner (testcontainers) into the SDK's
+	// worker: it links both, but never the server.
+	"soakworker": {"go.temporal.io/server/"},
 }
 
 func TestDependencyDirection(t *testing.T) {

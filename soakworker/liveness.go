@@ -1,4 +1,4 @@
-package main
+package soakworker
 
 import (
 	"context"
@@ -14,51 +14,57 @@ import (
 	"github.com/longhaul-dev/longhaul/store"
 )
 
-// liveness says, for a sweep, which runs still own their environments.
-type liveness struct {
-	st store.Store
-	// c, when set, is asked about the runs the store calls pending or
+// Liveness says, for a sweep, which runs still own their environments.
+// Store is required; the other fields are optional.
+type Liveness struct {
+	Store store.Store
+	// Client, when set, is asked about the runs the store calls pending or
 	// running: a run whose workflow has closed without recording the run's
 	// end (terminated, timed out) is abandoned. Its status is set, and its
 	// environment swept.
-	c client.Client
-	// unknownIsOver: a run the store does not know is over. `longhaul sweep`
+	Client client.Client
+	// UnknownIsOver: a run the store does not know is over. `longhaul sweep`
 	// names its store and says so; a worker start does not, since the engine
 	// and the data directory may hold runs of other stores.
-	unknownIsOver bool
-	// only, when not empty, limits the sweep to these runs: every other run
+	UnknownIsOver bool
+	// Only, when not empty, limits the sweep to these runs: every other run
 	// counts as running.
-	only map[string]bool
-	log  *slog.Logger
+	Only map[string]bool
+	// Log receives what the sweep could not decide and the runs it
+	// abandons; nil drops them.
+	Log *slog.Logger
 }
 
-// running returns the isRunning function of provision.Sweep. Whenever it
+// Running returns the isRunning function of provision.Sweep. Whenever it
 // cannot tell (a store or Temporal error), it keeps the run's resources:
 // better a leftover than a soak destroyed.
-func (l liveness) running(ctx context.Context) func(runID string) bool {
+func (l Liveness) Running(ctx context.Context) func(runID string) bool {
+	if l.Log == nil {
+		l.Log = discard
+	}
 	return func(id string) bool {
-		if len(l.only) > 0 && !l.only[id] {
+		if len(l.Only) > 0 && !l.Only[id] {
 			return true
 		}
-		r, err := l.st.GetRun(ctx, id)
+		r, err := l.Store.GetRun(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return !l.unknownIsOver
+			return !l.UnknownIsOver
 		}
 		if err != nil {
-			l.log.Warn("sweep: cannot read run; keeping its resources", "run", id, "err", err)
+			l.Log.Warn("sweep: cannot read run; keeping its resources", "run", id, "err", err)
 			return true
 		}
 		if r.Status.Done() {
 			return false
 		}
-		if l.c == nil || r.WorkflowID == "" {
+		if l.Client == nil || r.WorkflowID == "" {
 			return true
 		}
 		status, err := l.workflowStatus(ctx, r.WorkflowID)
 		if err != nil {
 			// Not found included: the store may serve runs of another
 			// cluster or namespace than the one this process talks to.
-			l.log.Debug("sweep: cannot describe the run's workflow; keeping its resources", "run", id, "workflow", r.WorkflowID, "err", err)
+			l.Log.Debug("sweep: cannot describe the run's workflow; keeping its resources", "run", id, "workflow", r.WorkflowID, "err", err)
 			return true
 		}
 		if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -69,10 +75,10 @@ func (l liveness) running(ctx context.Context) func(runID string) bool {
 	}
 }
 
-func (l liveness) workflowStatus(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, error) {
+func (l Liveness) workflowStatus(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := l.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	resp, err := l.Client.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
 		return 0, fmt.Errorf("describe workflow %s: %w", workflowID, err)
 	}
@@ -80,32 +86,38 @@ func (l liveness) workflowStatus(ctx context.Context, workflowID string) (enumsp
 }
 
 // abandon records the end of a run whose workflow closed without doing so.
-func (l liveness) abandon(ctx context.Context, r store.Run, status enumspb.WorkflowExecutionStatus) {
+func (l Liveness) abandon(ctx context.Context, r store.Run, status enumspb.WorkflowExecutionStatus) {
 	final := store.Failed
 	if status == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
 		final = store.Cancelled
 	}
 	reason := fmt.Sprintf("abandoned: its workflow %s ended (%s) before the run recorded its end", r.WorkflowID, status)
-	if err := l.st.SetStatus(ctx, r.ID, final, reason, time.Now()); err != nil {
-		l.log.Warn("sweep: cannot record the end of an abandoned run", "run", r.ID, "err", err)
+	if err := l.Store.SetStatus(ctx, r.ID, final, reason, time.Now()); err != nil {
+		l.Log.Warn("sweep: cannot record the end of an abandoned run", "run", r.ID, "err", err)
 		return
 	}
-	l.log.Warn("run abandoned; sweeping its environment", "run", r.ID, "workflow_status", status.String())
+	l.Log.Warn("run abandoned; sweeping its environment", "run", r.ID, "workflow_status", status.String())
 }
 
 // sweepTimeout bounds the sweep at a worker's start.
 const sweepTimeout = time.Minute
 
-// sweepAtStart removes, before a worker takes work, the leftovers of runs
+// SweepAtStart removes, before a worker takes work, the leftovers of runs
 // that are over: labelled containers, networks and volumes on this engine
-// and local environments under the data directory. Runs this store does not
-// know are kept (see liveness). Failures are logged; they never keep the
-// worker from starting.
-func sweepAtStart(ctx context.Context, sw provision.Sweeper, live liveness, log *slog.Logger) []string {
+// and local environments under the data directory. Runs the store does not
+// know are kept unless live says otherwise (see Liveness). It logs to
+// live.Log and returns what it removed; failures are logged, never
+// returned, so they never keep the worker from starting. It gives up after
+// a minute.
+func SweepAtStart(ctx context.Context, sw provision.Sweeper, live Liveness) []string {
+	log := live.Log
+	if log == nil {
+		log = discard
+	}
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	start := time.Now()
-	removed, err := sw.Sweep(ctx, live.running(ctx))
+	removed, err := sw.Sweep(ctx, live.Running(ctx))
 	for _, r := range removed {
 		log.Warn("removed a leftover of a run that is over", "what", r)
 	}

@@ -1,0 +1,103 @@
+package soakworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/provision"
+)
+
+// provisionAdapter presents a provision.Provisioner as the activities'
+// Provisioner. (The activities cannot import package provision: it links
+// testcontainers, which the workflow side must not.)
+type provisionAdapter struct{ p provision.Provisioner }
+
+func (pa provisionAdapter) Provision(ctx context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
+	env, err := pa.p.Provision(ctx, provision.Request{
+		RunID: req.RunID, Incarnation: req.Incarnation, Spec: req.Spec,
+		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish, Prebuilt: req.Prebuilt,
+	})
+	out, cerr := toActivityEnv(env)
+	if err != nil {
+		return out, err
+	}
+	return out, cerr
+}
+
+func (pa provisionAdapter) Teardown(ctx context.Context, env activities.Environment) error {
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return err
+	}
+	return pa.p.Teardown(ctx, e)
+}
+
+func (pa provisionAdapter) Check(ctx context.Context, env activities.Environment) error {
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return err
+	}
+	return pa.p.Check(ctx, e)
+}
+
+func toActivityEnv(e provision.Environment) (activities.Environment, error) {
+	raw, err := json.Marshal(withoutPasswords(e))
+	if err != nil {
+		return activities.Environment{}, fmt.Errorf("encode environment %s: %w", e.ID, err)
+	}
+	out := activities.Environment{
+		ID: e.ID, RunID: e.RunID, Incarnation: e.Incarnation, Provider: e.Provider, Host: e.Host,
+		TargetURL: e.TargetURL, Route: e.Route, NetNS: e.NetNS,
+		PID: e.Target.PID, ContainerID: e.Target.ContainerID, Ports: e.Ports, Raw: raw,
+	}
+	if e.Database != nil {
+		out.DatabaseURL = e.Database.URL
+		out.DatabasePID, out.DatabaseContainerID = e.Database.Process.PID, e.Database.Process.ContainerID
+	}
+	out.EnvDir = e.EnvDir
+	return out, nil
+}
+
+// withoutPasswords is e with the database DSNs' passwords removed. Raw goes
+// into the run record, which `longhaul report` prints; teardown and checks
+// need no password, and the probes get the full DSN in DatabaseURL.
+func withoutPasswords(e provision.Environment) provision.Environment {
+	if e.Database == nil {
+		return e
+	}
+	db := *e.Database
+	db.URL, db.TargetURL = dsnWithoutPassword(db.URL), dsnWithoutPassword(db.TargetURL)
+	e.Database = &db
+	return e
+}
+
+// dsnWithoutPassword drops the password of a URL-form DSN; anything else
+// becomes "" rather than risk keeping a secret.
+func dsnWithoutPassword(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return ""
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	return u.String()
+}
+
+func fromActivityEnv(e activities.Environment) (provision.Environment, error) {
+	var out provision.Environment
+	if len(e.Raw) == 0 {
+		return out, errors.New("environment " + e.ID + " has no provisioner description")
+	}
+	if err := json.Unmarshal(e.Raw, &out); err != nil {
+		return out, fmt.Errorf("decode environment %s: %w", e.ID, err)
+	}
+	return out, nil
+}
