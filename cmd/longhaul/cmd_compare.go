@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/analysis"
@@ -140,20 +139,13 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if err != nil {
 		return err
 	}
-	if err := a.preflight(ctx, f.clusterFlags, p.Environment, p.Record.Provider); err != nil {
-		return err
-	}
-	s, err := a.openSession(ctx, f.storeFlags, f.clusterFlags, f.followFlags)
+	s, id, err := a.start(ctx, f.clusterFlags, f.followFlags, f.storeFlags, p.Environment, p.Record.Provider)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	id, err := uuid.NewV7()
-	if err != nil {
-		return fmt.Errorf("new comparison id: %w", err)
-	}
 	rec := p.Record
-	rec.ID, rec.WorkflowID, rec.CreatedAt = id.String(), "longhaul-compare-"+id.String(), time.Now()
+	rec.ID, rec.WorkflowID, rec.CreatedAt = id, "longhaul-compare-"+id, time.Now()
 	p.Input.ComparisonID = rec.ID
 	if err := s.store.PutComparison(ctx, rec); err != nil {
 		return fmt.Errorf("record the comparison in %s: %w", s.where, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/charts"
+	"github.com/longhaul-dev/longhaul/launch"
 )
 
 // devFlags are the flags of longhaul dev.
@@ -51,25 +52,20 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return badInputf("--port %d: want 1..65535", f.port)
 	}
-	if err := checkPushURL(f.pushURL); err != nil {
+	if err := asBadInput(launch.CheckPushURL(f.pushURL)); err != nil {
 		return err
 	}
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
+	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	lg, err := a.openLogs(svc.dataDir, f.verbose)
-	if err != nil {
-		return err
-	}
-	defer lg.Close()
-	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, lg.temporal)
+	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, svc.lg.temporal)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), lg.temporal)
+	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), svc.lg.temporal)
 	if err != nil {
 		return err
 	}
@@ -83,11 +79,8 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	}
 	workerNote := "no worker"
 	if f.worker {
-		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics, pushURL: f.pushURL}, lg.own)
+		w, err := a.startWorker(ctx, c, svc, soakWorkerConfig{pushURL: f.pushURL})
 		if err != nil {
-			return err
-		}
-		if err := w.Start(); err != nil {
 			return err
 		}
 		defer w.Stop()

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/follow"
@@ -103,21 +101,14 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	if err != nil {
 		return err
 	}
-	if err := a.preflight(ctx, f.clusterFlags, p.Scenario.Environment, f.provider); err != nil {
-		return err
-	}
-	s, err := a.openSession(ctx, f.storeFlags, f.clusterFlags, f.followFlags)
+	s, id, err := a.start(ctx, f.clusterFlags, f.followFlags, f.storeFlags, p.Scenario.Environment, f.provider)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	id, err := uuid.NewV7()
-	if err != nil {
-		return fmt.Errorf("new run id: %w", err)
-	}
 	run := store.Run{
-		ID: id.String(), Name: p.Scenario.Name, Kind: "soak", Status: store.Pending,
-		Scenario: string(p.Source), ScenarioDir: p.Dir, WorkflowID: "longhaul-soak-" + id.String(),
+		ID: id, Name: p.Scenario.Name, Kind: "soak", Status: store.Pending,
+		Scenario: string(p.Source), ScenarioDir: p.Dir, WorkflowID: "longhaul-soak-" + id,
 		TargetURL: p.Scenario.Environment.Target.URL, FailOn: string(p.FailOn), CreatedAt: time.Now(),
 	}
 	if err := s.store.PutRun(ctx, run); err != nil {
@@ -149,46 +140,4 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	})
 	a.browseLater(f.followFlags, f.storeFlags, "/runs/"+run.ID)
 	return err
-}
-
-// connect returns a Temporal client: of the cluster at temporal, or —
-// when temporal is empty — of an embedded server on the data directory,
-// with a worker in this process. stop closes everything it started.
-func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string, lg *logs) (c client.Client, hostPort string, stop func(), err error) {
-	var stops []func()
-	stop = func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
-	defer func() {
-		if err != nil {
-			stop()
-		}
-	}()
-	hostPort = temporal
-	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, lg.temporal)
-		if err != nil {
-			return nil, "", stop, err
-		}
-		stops = append(stops, func() { _ = srv.Stop() })
-		hostPort = srv.Address()
-		namespace = srv.Namespace()
-	}
-	if c, err = a.dialTemporal(ctx, hostPort, namespace, lg.temporal); err != nil {
-		return nil, hostPort, stop, err
-	}
-	stops = append(stops, c.Close)
-	if temporal == "" {
-		w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics}, lg.own)
-		if err != nil {
-			return nil, hostPort, stop, err
-		}
-		if err := w.Start(); err != nil {
-			return nil, hostPort, stop, err
-		}
-		stops = append(stops, w.Stop)
-	}
-	return c, hostPort, stop, nil
 }

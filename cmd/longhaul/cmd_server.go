@@ -14,6 +14,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/fleet"
+	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -70,7 +71,7 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 	if err != nil {
 		return badInputf("--addr: %v", err)
 	}
-	if err := checkPushURL(f.pushURL); err != nil {
+	if err := asBadInput(launch.CheckPushURL(f.pushURL)); err != nil {
 		return err
 	}
 	opts := devserver.Options{Host: host, Port: port, Namespace: f.namespace, Logger: a.logger()}

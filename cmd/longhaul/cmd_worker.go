@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/longhaul-dev/longhaul/launch"
 )
 
 // workerFlags are the flags of longhaul worker.
@@ -54,32 +56,24 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.temporal == "" {
 		return badInputf("--temporal HOST:PORT is required (for the embedded server use 'longhaul dev')")
 	}
-	if err := checkPushURL(f.pushURL); err != nil {
+	if err := asBadInput(launch.CheckPushURL(f.pushURL)); err != nil {
 		return err
 	}
 	if f.slots < 1 {
 		return badInputf("--slots must be at least 1, got %d", f.slots)
 	}
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr)
+	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	lg, err := a.openLogs(svc.dataDir, f.verbose)
-	if err != nil {
-		return err
-	}
-	defer lg.Close()
-	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, lg.temporal)
+	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, svc.lg.temporal)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, soakWorkerConfig{metrics: svc.metrics, pushURL: f.pushURL, hostID: f.hostID, slots: f.slots}, lg.own)
+	w, err := a.startWorker(ctx, c, svc, soakWorkerConfig{pushURL: f.pushURL, hostID: f.hostID, slots: f.slots})
 	if err != nil {
-		return err
-	}
-	if err := w.Start(); err != nil {
 		return err
 	}
 	defer w.Stop()

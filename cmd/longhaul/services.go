@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/VictoriaMetrics/metrics"
+	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/workflows"
 )
 
 // services are what every command that runs soaks (run, dev, worker) opens
@@ -16,12 +18,13 @@ type services struct {
 	store   store.Store
 	where   string       // the store, for messages (no password)
 	metrics *metrics.Set // nil unless --metrics-addr was given
+	lg      *logs        // DATA/temporal.log and longhaul's own records
 	stop    func()       // stops the metrics endpoint; nil when none
 }
 
 // openServices opens them; bad flags (a data directory, store or address that
 // cannot be used) are bad input. Close releases everything.
-func (a *app) openServices(ctx context.Context, sf storeFlags, metricsAddr string) (*services, error) {
+func (a *app) openServices(ctx context.Context, sf storeFlags, metricsAddr string, verbose bool) (*services, error) {
 	dataDir, err := a.dataDir(sf.data)
 	if err != nil {
 		return nil, badInput{err}
@@ -31,20 +34,38 @@ func (a *app) openServices(ctx context.Context, sf storeFlags, metricsAddr strin
 		return nil, err
 	}
 	s := &services{dataDir: dataDir, store: st, where: where}
+	if s.lg, err = a.openLogs(dataDir, verbose); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if metricsAddr != "" {
 		s.metrics = metrics.NewSet()
 		if s.stop, err = serveMetrics(metricsAddr, s.metrics); err != nil {
-			st.Close()
+			s.Close()
 			return nil, badInput{err}
 		}
 	}
 	return s, nil
 }
 
+// startWorker starts a soak worker (package soakworker) on svc's store,
+// data directory, metrics and logs; the caller stops it.
+func (a *app) startWorker(ctx context.Context, c client.Client, svc *services, wc soakWorkerConfig) (*workflows.Worker, error) {
+	wc.metrics = svc.metrics
+	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, wc, svc.lg.own)
+	if err != nil {
+		return nil, err
+	}
+	return w, w.Start()
+}
+
 // Close stops the metrics endpoint and closes the store.
 func (s *services) Close() {
 	if s.stop != nil {
 		s.stop()
+	}
+	if s.lg != nil {
+		s.lg.Close()
 	}
 	s.store.Close()
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
@@ -69,36 +71,81 @@ func (a *app) preflight(ctx context.Context, cl clusterFlags, env scenarios.Envi
 // embedded server on the data directory with a worker in this process.
 type session struct {
 	*services
-	lg       *logs
 	c        client.Client
 	hostPort string
 	embedded bool
 	stop     func()
 }
 
+// start is how run and compare begin: the host's pre-flight check, the
+// session, and the ID of the record they are about to store.
+func (a *app) start(ctx context.Context, cl clusterFlags, ff followFlags, sf storeFlags, env scenarios.Environment, provider string) (*session, string, error) {
+	if err := a.preflight(ctx, cl, env, provider); err != nil {
+		return nil, "", err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, "", fmt.Errorf("new id: %w", err)
+	}
+	s, err := a.openSession(ctx, sf, cl, ff)
+	return s, id.String(), err
+}
+
 func (a *app) openSession(ctx context.Context, sf storeFlags, cl clusterFlags, ff followFlags) (*session, error) {
-	svc, err := a.openServices(ctx, sf, ff.metricsAddr)
+	svc, err := a.openServices(ctx, sf, ff.metricsAddr, ff.verbose)
 	if err != nil {
 		return nil, err
 	}
-	lg, err := a.openLogs(svc.dataDir, ff.verbose)
+	c, hostPort, stop, err := a.connect(ctx, svc, cl.temporal, cl.namespace)
 	if err != nil {
 		svc.Close()
 		return nil, err
 	}
-	c, hostPort, stop, err := a.connect(ctx, svc, cl.temporal, cl.namespace, lg)
-	if err != nil {
-		lg.Close()
-		svc.Close()
-		return nil, err
-	}
-	return &session{services: svc, lg: lg, c: c, hostPort: hostPort, embedded: cl.temporal == "", stop: stop}, nil
+	return &session{services: svc, c: c, hostPort: hostPort, embedded: cl.temporal == "", stop: stop}, nil
 }
 
 func (s *session) Close() {
 	s.stop()
-	s.lg.Close()
 	s.services.Close()
+}
+
+// connect returns a Temporal client: of the cluster at temporal, or —
+// when temporal is empty — of an embedded server on the data directory,
+// with a worker in this process. stop closes everything it started.
+func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string) (c client.Client, hostPort string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	hostPort = temporal
+	if hostPort == "" {
+		srv, err := a.startDevServer(ctx, svc.dataDir, 0, svc.lg.temporal)
+		if err != nil {
+			return nil, "", stop, err
+		}
+		stops = append(stops, func() { _ = srv.Stop() })
+		hostPort = srv.Address()
+		namespace = srv.Namespace()
+	}
+	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.lg.temporal); err != nil {
+		return nil, hostPort, stop, err
+	}
+	stops = append(stops, c.Close)
+	if temporal == "" {
+		w, err := a.startWorker(ctx, c, svc, soakWorkerConfig{})
+		if err != nil {
+			return nil, hostPort, stop, err
+		}
+		stops = append(stops, w.Stop)
+	}
+	return c, hostPort, stop, nil
 }
 
 // submit starts a workflow on the general queue for a record already

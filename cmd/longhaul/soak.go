@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"time"
 
@@ -93,18 +92,6 @@ func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store
 // pushURLFlag registers --push-url.
 func pushURLFlag(fs *pflag.FlagSet, p *string, what string) {
 	fs.StringVar(p, "push-url", "", what+" (VictoriaMetrics: http://HOST:8428/api/v1/import/prometheus)")
-}
-
-// checkPushURL validates --push-url: empty, or an http(s) URL.
-func checkPushURL(s string) error {
-	if s == "" {
-		return nil
-	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return badInputf("--push-url %q: want http://HOST:PORT/api/v1/import/prometheus", s)
-	}
-	return nil
 }
 
 // discard is a logger that drops everything.
