@@ -550,3 +550,19 @@ func (c *Client) Trigger(ctx context.Context, name string) error {
 func (c *Client) Delete(ctx context.Context, name string) error {
 	return wrap(name, "delete", c.handle(ctx, name).Delete(ctx))
 }
+
+// Do does verb to the schedule name; note is why (kept with a pause or
+// unpause, shown by describe).
+func (c *Client) Do(ctx context.Context, verb Verb, name, note string) error {
+	switch verb {
+	case VerbPause:
+		return c.Pause(ctx, name, note)
+	case VerbUnpause:
+		return c.Unpause(ctx, name, note)
+	case VerbTrigger:
+		return c.Trigger(ctx, name)
+	case VerbDelete:
+		return c.Delete(ctx, name)
+	}
+	return fmt.Errorf("%w: unknown action %q", ErrInvalid, verb)
+}
