@@ -9,7 +9,9 @@
 //  2. Create(ctx, name, Spec{Cron: []string{"0 2 * * *"}}, action): the
 //     action is the ScheduledInput `longhaul run` would have submitted.
 //  3. List, Describe, Update, Pause, Unpause, Trigger and Delete by name;
-//     Write and WriteList print them as text or JSON.
+//     Write and WriteList print them as text or JSON. SoakInput and
+//     CompareInput build a create's action; NewChange turns the flags of an
+//     update (an Edit) into the Change that Update applies.
 //
 // This package imports the Temporal SDK (not the server): it is the
 // client-side edge, like cmd/longhaul, kept out of cmd so it has its tests.
