@@ -13,6 +13,10 @@
 //     header), FormatJSON (the windows as `longhaul drive --format json`
 //     prints them) or FormatBenchstat (one benchmark line per window after
 //     warm-up, units such as p99-ms and req/s).
+//  3. For a command line: ExportID exports a stored run or comparison by
+//     ID, WriteImportText and WriteImportJSON print what ImportK6 did, and
+//     ImportError explains its error; errors the user is to fix match
+//     ErrBadInput.
 //
 // k6 is AGPL-licensed: this package implements its documented output
 // format, not its code.

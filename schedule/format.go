@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -138,4 +139,47 @@ func noteSuffix(n string) string {
 		return ""
 	}
 	return " (" + n + ")"
+}
+
+// Verb is a change of a schedule's state by name: pause, unpause, trigger
+// or delete.
+type Verb string
+
+// Verbs.
+const (
+	VerbPause   Verb = "pause"
+	VerbUnpause Verb = "unpause"
+	VerbTrigger Verb = "trigger"
+	VerbDelete  Verb = "delete"
+)
+
+var pastTense = map[Verb]string{VerbPause: "paused", VerbUnpause: "unpaused", VerbTrigger: "triggered", VerbDelete: "deleted"}
+
+// WriteDone says that verb was done to the schedule name: "schedule nightly
+// paused", or as JSON {"type":"schedule_pause","schedule":"nightly","ok":true}.
+func WriteDone(w io.Writer, verb Verb, name string, asJSON bool) error {
+	var err error
+	if asJSON {
+		_, err = fmt.Fprintf(w, "{\"type\":\"schedule_%s\",\"schedule\":%q,\"ok\":true}\n", verb, name)
+	} else {
+		_, err = fmt.Fprintf(w, "schedule %s %s\n", name, pastTense[verb])
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// Show describes the schedule name and writes it to w: as text (Write) or,
+// when asJSON, as one JSON object (WriteJSON). Describe's errors are
+// returned as they are (ErrNotFound ...).
+func (c *Client) Show(ctx context.Context, w io.Writer, name string, asJSON bool) error {
+	s, err := c.Describe(ctx, name)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return WriteJSON(w, s)
+	}
+	return Write(w, s)
 }

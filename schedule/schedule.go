@@ -9,7 +9,9 @@
 //  2. Create(ctx, name, Spec{Cron: []string{"0 2 * * *"}}, action): the
 //     action is the ScheduledInput `longhaul run` would have submitted.
 //  3. List, Describe, Update, Pause, Unpause, Trigger and Delete by name;
-//     Write and WriteList print them as text or JSON.
+//     Write and WriteList print them as text or JSON. SoakInput and
+//     CompareInput build a create's action; NewChange turns the flags of an
+//     update (an Edit) into the Change that Update applies.
 //
 // This package imports the Temporal SDK (not the server): it is the
 // client-side edge, like cmd/longhaul, kept out of cmd so it has its tests.
@@ -549,4 +551,20 @@ func (c *Client) Trigger(ctx context.Context, name string) error {
 // Delete removes the schedule name; runs it started go on.
 func (c *Client) Delete(ctx context.Context, name string) error {
 	return wrap(name, "delete", c.handle(ctx, name).Delete(ctx))
+}
+
+// Do does verb to the schedule name; note is why (kept with a pause or
+// unpause, shown by describe).
+func (c *Client) Do(ctx context.Context, verb Verb, name, note string) error {
+	switch verb {
+	case VerbPause:
+		return c.Pause(ctx, name, note)
+	case VerbUnpause:
+		return c.Unpause(ctx, name, note)
+	case VerbTrigger:
+		return c.Trigger(ctx, name)
+	case VerbDelete:
+		return c.Delete(ctx, name)
+	}
+	return fmt.Errorf("%w: unknown action %q", ErrInvalid, verb)
 }

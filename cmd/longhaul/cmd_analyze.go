@@ -8,12 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/longhaul-dev/longhaul/analysis"
-	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
-	"github.com/longhaul-dev/longhaul/thresholds"
 )
 
 // analyzeFlags are the flags of longhaul analyze.
@@ -75,7 +72,6 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if f.until < 0 {
 		return badInputf("--until must be > 0, got %s", f.until)
 	}
-	partial := f.windows > 0 || f.until > 0
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
 		return err
@@ -93,37 +89,14 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if !warmupSet {
 		warmup = sc.Load.Warmup.D()
 	}
-	ws, err := st.Windows(ctx, id, store.AllWindows)
+	an, warnings, err := report.Reanalyze(ctx, st, run, report.ReanalyzeOptions{
+		Warmup: warmup, Thresholds: sc.Thresholds, Windows: f.windows, Until: f.until, Where: where,
+	})
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
+	}
 	if err != nil {
-		return fmt.Errorf("read windows of run %s: %w", id, err)
-	}
-	if !run.Status.Done() {
-		fmt.Fprintf(a.stderr, "longhaul: run %s is %s: analysing the %d windows stored so far\n", id, run.Status, len(ws))
-	}
-	if partial {
-		all := len(ws)
-		ws = analysis.Prefix(ws, f.windows, f.until)
-		fmt.Fprintf(a.stderr, "longhaul: analysing the first %d of %d windows; the findings are not stored\n", len(ws), all)
-	}
-	res := analysis.Analyze(ws, analysis.Options{Warmup: warmup})
-	if err := profiles.ExplainRun(ctx, st, id, res.Findings); err != nil {
-		fmt.Fprintf(a.stderr, "longhaul: the run's profiles were not read into its findings: %v\n", err)
-	}
-	if !partial {
-		if err := st.PutFindings(ctx, id, res.Findings); err != nil {
-			return fmt.Errorf("store the findings of run %s in %s: %w", id, where, err)
-		}
-	}
-	rs, err := thresholds.Evaluate(sc.Thresholds, ws, warmup)
-	if err != nil {
-		return fmt.Errorf("judge the thresholds of run %s: %w", id, err)
-	}
-	if err := st.PutThresholds(ctx, id, rs); err != nil {
-		return fmt.Errorf("store the thresholds of run %s in %s: %w", id, where, err)
-	}
-	an := report.Analysis{
-		RunID: id, Windows: len(ws), Warmup: warmup,
-		ProbeProblems: report.ProbeProblems(ws), Findings: res.Findings, Thresholds: rs,
+		return err
 	}
 	if format == report.JSON {
 		return report.WriteAnalysisJSON(a.stdout, an)

@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/interop"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
-	"github.com/longhaul-dev/longhaul/window"
 )
 
 // importFlags are the flags of longhaul import k6.
@@ -61,25 +55,7 @@ Exit code: 0 imported, 2 bad input (no file, nothing usable).`,
 	return cmd
 }
 
-// importObject is longhaul import k6 --format json.
-type importObject struct {
-	Type       string             `json:"type"`
-	RunID      string             `json:"run_id"`
-	Name       string             `json:"name"`
-	Windows    int                `json:"windows"`
-	Lines      int64              `json:"lines"`
-	Points     int64              `json:"points"`
-	LatePoints int64              `json:"late_points"`
-	Requests   int64              `json:"requests"`
-	BadLines   int64              `json:"bad_lines"`
-	FirstBad   []interop.BadLine  `json:"first_bad_lines,omitempty"`
-	Missing    []string           `json:"missing,omitempty"`
-	Custom     []string           `json:"custom,omitempty"`
-	Start      time.Time          `json:"start"`
-	End        time.Time          `json:"end"`
-	Findings   []analysis.Finding `json:"findings"`
-}
-
+// importK6 is longhaul import k6 FILE.
 func (a *app) importK6(ctx context.Context, file string, f importFlags) error {
 	format, err := report.ParseFormat(f.format)
 	if err != nil {
@@ -94,64 +70,19 @@ func (a *app) importK6(ctx context.Context, file string, f importFlags) error {
 	}
 	defer st.Close()
 	res, err := interop.ImportK6(ctx, st, file, interop.ImportOptions{Name: f.name, K6Options: interop.K6Options{Window: f.window}})
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
-		return badInputf("import %s: %v", file, unwrapPath(err))
-	case errors.Is(err, interop.ErrNothingUsable):
-		return badInputf("import %s: %v (is it k6 run --out json output?)", file, err)
-	case err != nil && res.Run.ID == "":
-		return badInputf("import %s: %v", file, err)
-	case err != nil:
-		return fmt.Errorf("import %s into run %s: %w", file, res.Run.ID, err)
+	if err != nil {
+		return interopErr(interop.ImportError(file, res, err))
 	}
-	s := res.Stats
 	if format == report.JSON {
-		fsOut := res.Findings
-		if fsOut == nil {
-			fsOut = []analysis.Finding{}
-		}
-		b, err := json.Marshal(importObject{
-			Type: "import", RunID: res.Run.ID, Name: res.Run.Name, Windows: s.Windows, Lines: s.Lines, Points: s.Points,
-			LatePoints: s.LatePoints, Requests: s.Requests, BadLines: s.BadLines, FirstBad: s.BadLineNumbers,
-			Missing: s.Missing, Custom: s.Custom, Start: s.Start.UTC(), End: s.End.UTC(), Findings: fsOut,
-		})
-		if err != nil {
-			return fmt.Errorf("encode import: %w", err)
-		}
-		fmt.Fprintf(a.stdout, "%s\n", b)
-		return nil
+		return interop.WriteImportJSON(a.stdout, res)
 	}
-	fmt.Fprintf(a.stdout, "imported run %s (%s) into %s: %d windows of %s, %d points, %d requests, %s to %s\n",
-		res.Run.ID, res.Run.Name, where, s.Windows, f.window, s.Points, s.Requests, utcTime(s.Start), utcTime(s.End))
-	if s.BadLines > 0 {
-		fmt.Fprintf(a.stdout, "%d bad lines left out:\n", s.BadLines)
-		for _, b := range s.BadLineNumbers {
-			fmt.Fprintf(a.stdout, "  %s\n", b)
-		}
-		if int64(len(s.BadLineNumbers)) < s.BadLines {
-			fmt.Fprintf(a.stdout, "  ... and %d more\n", s.BadLines-int64(len(s.BadLineNumbers)))
-		}
-	}
-	if s.LatePoints > 0 {
-		fmt.Fprintf(a.stdout, "%d points arrived after their window had closed and were left out\n", s.LatePoints)
-	}
-	if len(s.Missing) > 0 {
-		fmt.Fprintf(a.stdout, "not in the file: %s\n", strings.Join(s.Missing, ", "))
-	}
-	if len(s.Custom) > 0 {
-		fmt.Fprintf(a.stdout, "custom series: %s\n", strings.Join(s.Custom, ", "))
-	}
-	report.WriteFindings(a.stdout, res.Findings)
-	fmt.Fprintf(a.stdout, "longhaul report %s shows it; longhaul export %s --format csv takes it out\n", res.Run.ID, res.Run.ID)
-	return nil
+	return interop.WriteImportText(a.stdout, res, where, f.window)
 }
 
-func utcTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+// interopErr maps the interop package's errors to exit codes.
+func interopErr(err error) error {
+	if errors.Is(err, interop.ErrBadInput) {
+		return badInput{err}
 	}
 	return err
 }
@@ -199,6 +130,7 @@ warm-up merged): export both sides and benchstat compares the builds.`,
 	return cmd
 }
 
+// export is longhaul export ID.
 func (a *app) export(ctx context.Context, id string, f exportFlags) error {
 	format, err := interop.ParseFormat(f.format)
 	if err != nil {
@@ -209,72 +141,12 @@ func (a *app) export(ctx context.Context, id string, f exportFlags) error {
 		return err
 	}
 	defer st.Close()
-	run, err := st.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		c, cerr := st.GetComparison(ctx, id)
-		if errors.Is(cerr, store.ErrNotFound) {
-			return badInputf("no run or comparison %s in %s (see longhaul runs)", id, where)
-		}
-		if cerr != nil {
-			return fmt.Errorf("read comparison %s: %w", id, cerr)
-		}
-		return a.exportComparison(ctx, st, c, format, f)
-	}
-	if err != nil {
-		return fmt.Errorf("read run %s: %w", id, err)
-	}
-	if f.side != "" {
-		return badInputf("--side is for a comparison; %s is a run", id)
-	}
-	ws, err := st.Windows(ctx, id, store.AllWindows)
-	if err != nil {
-		return fmt.Errorf("read windows of run %s: %w", id, err)
-	}
-	if f.op != "" && !hasOp(ws, f.op) {
-		return badInputf("--op %s: run %s has no such op (ops: %s)", f.op, id, strings.Join(opNames(ws), ", "))
-	}
-	warmup := time.Duration(0)
-	if run.Scenario != "" {
-		warmup = a.storedScenario(run).Load.Warmup.D()
-	}
-	return interop.Export(a.stdout, ws, format, interop.ExportOptions{Op: f.op, Warmup: warmup})
-}
-
-func (a *app) exportComparison(ctx context.Context, st store.Store, c store.Comparison, format interop.Format, f exportFlags) error {
-	side := store.Side(strings.ToUpper(f.side))
-	if format != interop.FormatBenchstat || (side != store.SideA && side != store.SideB) {
-		return badInputf("%s is a comparison: export one side's rounds with --format benchstat --side A (or B)", c.ID)
-	}
-	n, err := interop.ExportRounds(ctx, a.stdout, c, side, f.op, func(ctx context.Context, runID string) ([]window.Window, error) {
-		return st.Windows(ctx, runID, store.AllWindows)
+	warnings, err := interop.ExportID(ctx, a.stdout, st, id, interop.IDOptions{
+		Format: format, Op: f.op, Side: f.side, Where: where,
+		Warmup: func(run store.Run) time.Duration { return a.storedScenario(run).Load.Warmup.D() },
 	})
-	if err != nil {
-		return fmt.Errorf("export comparison %s: %w", c.ID, err)
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
 	}
-	if n == 0 {
-		fmt.Fprintf(a.stderr, "longhaul: comparison %s has no completed round of side %s yet\n", c.ID, side)
-	}
-	return nil
-}
-
-func hasOp(ws []window.Window, op string) bool {
-	for _, w := range ws {
-		if _, ok := w.Ops[op]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-func opNames(ws []window.Window) []string {
-	var out []string
-	for _, w := range ws {
-		for name := range w.Ops {
-			if !slices.Contains(out, name) {
-				out = append(out, name)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
+	return interopErr(err)
 }

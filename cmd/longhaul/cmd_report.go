@@ -85,28 +85,12 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 	if html {
 		return charts.WriteRunPage(ctx, a.stdout, st, run.ID)
 	}
-	ws, err := st.Windows(ctx, id, store.AllWindows)
-	if err != nil {
-		return fmt.Errorf("read windows of run %s: %w", id, err)
-	}
-	fs, err := st.Findings(ctx, id)
-	if err != nil {
-		return fmt.Errorf("read findings of run %s: %w", id, err)
-	}
-	rs, err := st.Thresholds(ctx, id)
-	if err != nil {
-		return fmt.Errorf("read thresholds of run %s: %w", id, err)
-	}
 	if failOnSet {
 		run.FailOn = string(failOn)
 	}
-	rep, err := report.NewRunReport(run, ws, fs)
+	rep, err := report.LoadRun(ctx, st, run)
 	if err != nil {
 		return err
-	}
-	rep.SetThresholds(rs)
-	if rep.Notifications, err = st.Notifications(ctx, id); err != nil {
-		return fmt.Errorf("read notifications of run %s: %w", id, err)
 	}
 	if format == report.JSON {
 		return report.WriteRunJSON(a.stdout, rep)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,10 +77,10 @@ or a cluster (--temporal). They fire only while that server and a worker run.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(a.scheduleCreateCmd(), a.scheduleListCmd(), a.scheduleDescribeCmd(), a.scheduleUpdateCmd(),
-		a.scheduleSimpleCmd("pause", "Stop a schedule from firing until unpause"),
-		a.scheduleSimpleCmd("unpause", "Let a paused schedule fire again"),
-		a.scheduleSimpleCmd("trigger", "Fire a schedule now (under its overlap policy)"),
-		a.scheduleSimpleCmd("delete", "Delete a schedule (the runs it started stay)"))
+		a.scheduleSimpleCmd(schedule.VerbPause, "Stop a schedule from firing until unpause"),
+		a.scheduleSimpleCmd(schedule.VerbUnpause, "Let a paused schedule fire again"),
+		a.scheduleSimpleCmd(schedule.VerbTrigger, "Fire a schedule now (under its overlap policy)"),
+		a.scheduleSimpleCmd(schedule.VerbDelete, "Delete a schedule (the runs it started stay)"))
 	return cmd
 }
 
@@ -142,12 +140,8 @@ func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	abs, err := filepath.Abs(f.file)
-	if err != nil {
-		return workflows.ScheduledInput{}, badInputf("%s: %v", f.file, err)
-	}
-	return workflows.ScheduledInput{Name: p.Record.Name, File: abs, Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
-		Compare: &workflows.ScheduledCompare{Record: p.Record, Scenario: p.Record.Scenario, Input: p.Input}}, nil
+	in, err := schedule.CompareInput(f.file, p.Record, p.Input, sf.notice())
+	return in, scheduleErr(err)
 }
 
 func (a *app) scheduleCreateCmd() *cobra.Command {
@@ -197,7 +191,7 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err := sc.Create(ctx, name, spec, in, paused); err != nil {
 				return scheduleErr(err)
 			}
-			return a.printSchedule(ctx, sc, name, conn.format)
+			return scheduleErr(sc.Show(ctx, a.stdout, name, conn.format == "json"))
 		},
 	}
 	conn.register(cmd.Flags())
@@ -216,6 +210,11 @@ func (sf scheduleSpecFlags) spec() (schedule.Spec, error) {
 	return schedule.Spec{Cron: sf.cron, TimeZone: sf.tz, Jitter: sf.jitter, Overlap: ov, Catchup: sf.catchup}, nil
 }
 
+// notice is where the schedule's notifications go.
+func (sf scheduleSpecFlags) notice() schedule.Notice {
+	return schedule.Notice{Notify: sf.notify, UIURL: sf.uiURL}
+}
+
 // scheduledInput validates FILE and the run flags as `longhaul run` does and
 // turns them into the schedule's action.
 func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
@@ -229,26 +228,11 @@ func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFl
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return workflows.ScheduledInput{}, badInputf("%s: %v", file, err)
-	}
-	return workflows.ScheduledInput{
-		Name: p.Scenario.Name, File: abs, Scenario: string(p.Source), ScenarioDir: p.Dir,
-		Duration: p.Duration, Window: p.Window, Provider: sf.provider, TargetEnv: p.TargetEnv,
-		FailOn: string(p.FailOn), Notify: sf.notify, UIURL: strings.TrimRight(sf.uiURL, "/"),
-	}, nil
-}
-
-func (a *app) printSchedule(ctx context.Context, sc *schedule.Client, name, format string) error {
-	s, err := sc.Describe(ctx, name)
-	if err != nil {
-		return scheduleErr(err)
-	}
-	if format == "json" {
-		return schedule.WriteJSON(a.stdout, s)
-	}
-	return schedule.Write(a.stdout, s)
+	in, err := schedule.SoakInput(file, schedule.SoakPlan{
+		Name: p.Scenario.Name, Source: p.Source, Dir: p.Dir, Duration: p.Duration, Window: p.Window,
+		Provider: sf.provider, TargetEnv: p.TargetEnv, FailOn: string(p.FailOn),
+	}, sf.notice())
+	return in, scheduleErr(err)
 }
 
 func (a *app) scheduleListCmd() *cobra.Command {
@@ -291,7 +275,7 @@ func (a *app) scheduleDescribeCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			return a.printSchedule(ctx, sc, args[0], conn.format)
+			return scheduleErr(sc.Show(ctx, a.stdout, args[0], conn.format == "json"))
 		},
 	}
 	conn.register(cmd.Flags())
@@ -324,7 +308,7 @@ func (a *app) scheduleUpdateCmd() *cobra.Command {
 			if err := sc.Update(ctx, args[0], ch); err != nil {
 				return scheduleErr(err)
 			}
-			return a.printSchedule(ctx, sc, args[0], conn.format)
+			return scheduleErr(sc.Show(ctx, a.stdout, args[0], conn.format == "json"))
 		},
 	}
 	conn.register(cmd.Flags())
@@ -333,114 +317,44 @@ func (a *app) scheduleUpdateCmd() *cobra.Command {
 }
 
 // scheduleChange turns update's flags into a schedule.Change: only the
-// flags given change anything.
+// flags given change anything; FILE (args[1]) replaces the scenario.
 func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpecFlags, changed func(string) bool) (schedule.Change, error) {
-	var ch schedule.Change
+	e := schedule.Edit{
+		TimeZone: given(changed, "tz", sf.tz), Jitter: given(changed, "jitter", sf.jitter),
+		Catchup: given(changed, "catchup", sf.catchup), Overlap: given(changed, "overlap", sf.overlap),
+		Duration: given(changed, "duration", sf.duration), Window: given(changed, "window", sf.window),
+		Provider: given(changed, "provider", sf.provider), FailOn: given(changed, "fail-on", sf.failOn.value),
+		Notify: given(changed, "notify", sf.notify), UIURL: given(changed, "ui-url", sf.uiURL),
+	}
 	if changed("cron") {
-		ch.Cron = sf.cron
+		e.Cron = sf.cron
 	}
-	if changed("tz") {
-		ch.TimeZone = &sf.tz
+	if changed("target-env") {
+		e.TargetEnv = sf.env
 	}
-	if changed("jitter") {
-		ch.Jitter = &sf.jitter
-	}
-	if changed("catchup") {
-		ch.Catchup = &sf.catchup
-	}
-	if changed("overlap") {
-		ov, err := schedule.ParseOverlap(sf.overlap)
-		if err != nil {
-			return ch, badInput{err}
-		}
-		ch.Overlap = &ov
-	}
-	failOn, err := sf.failOn.severity()
-	if err != nil {
-		return ch, err
-	}
-	env := map[string]string{}
-	for _, kv := range sf.env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return ch, badInputf("--target-env %q: want KEY=VALUE", kv)
-		}
-		env[k] = v
-	}
-	if (changed("duration") && sf.duration <= 0) || (changed("window") && sf.window <= 0) {
-		return ch, badInputf("--duration and --window must be > 0")
-	}
-	var replaced *workflows.ScheduledInput
 	if len(args) == 2 {
-		in, err := a.scheduledInput(ctx, args[1], sf, changed)
-		if err != nil {
-			return ch, err
-		}
-		replaced = &in
+		e.Replace = func() (workflows.ScheduledInput, error) { return a.scheduledInput(ctx, args[1], sf, changed) }
 	}
-	// --notify and --ui-url are the schedule's, not its runs': a compare
-	// schedule may change them too.
-	runFlagsChanged := false
-	for _, n := range []string{"duration", "window", "provider", "target-env", "fail-on"} {
-		runFlagsChanged = runFlagsChanged || changed(n)
-	}
-	ch.Action = func(in *workflows.ScheduledInput) error {
-		if in.Compare != nil && (replaced != nil || runFlagsChanged) {
-			return fmt.Errorf("%w: update changes only the spec, --notify and --ui-url of a compare schedule; delete it and create it again to change what it compares", schedule.ErrInvalid)
-		}
-		if replaced != nil {
-			keep := *in
-			*in = *replaced
-			in.Notify, in.UIURL = keep.Notify, keep.UIURL
-			if !changed("target-env") {
-				in.TargetEnv = keep.TargetEnv
-			}
-			if !changed("fail-on") {
-				in.FailOn = keep.FailOn
-			}
-		}
-		if changed("duration") {
-			in.Duration = sf.duration
-		}
-		if changed("window") {
-			in.Window = sf.window
-		}
-		if in.Window > in.Duration {
-			return fmt.Errorf("%w: window %s is longer than the run (%s)", schedule.ErrInvalid, in.Window, in.Duration)
-		}
-		if changed("provider") {
-			in.Provider = sf.provider
-		}
-		if changed("target-env") {
-			if in.TargetEnv == nil {
-				in.TargetEnv = map[string]string{}
-			}
-			for k, v := range env {
-				in.TargetEnv[k] = v
-			}
-		}
-		if changed("fail-on") {
-			in.FailOn = string(failOn)
-		}
-		if changed("notify") {
-			in.Notify = sf.notify
-		}
-		if changed("ui-url") {
-			in.UIURL = strings.TrimRight(sf.uiURL, "/")
-		}
+	ch, err := schedule.NewChange(e)
+	return ch, scheduleErr(err)
+}
+
+// given is &v when the flag name was given, else nil.
+func given[T any](changed func(string) bool, name string, v T) *T {
+	if !changed(name) {
 		return nil
 	}
-	return ch, nil
+	return &v
 }
 
 // scheduleSimpleCmd is pause, unpause, trigger or delete NAME.
-func (a *app) scheduleSimpleCmd(verb, short string) *cobra.Command {
+func (a *app) scheduleSimpleCmd(verb schedule.Verb, short string) *cobra.Command {
 	var (
 		conn scheduleConn
 		note string
 	)
 	cmd := &cobra.Command{
-		Use:   verb + " NAME",
+		Use:   string(verb) + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -454,30 +368,14 @@ func (a *app) scheduleSimpleCmd(verb, short string) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			switch verb {
-			case "pause":
-				err = sc.Pause(ctx, name, note)
-			case "unpause":
-				err = sc.Unpause(ctx, name, note)
-			case "trigger":
-				err = sc.Trigger(ctx, name)
-			case "delete":
-				err = sc.Delete(ctx, name)
-			}
-			if err != nil {
+			if err := sc.Do(ctx, verb, name, note); err != nil {
 				return scheduleErr(err)
 			}
-			if conn.format == "json" {
-				_, err := fmt.Fprintf(a.stdout, "{\"type\":\"schedule_%s\",\"schedule\":%q,\"ok\":true}\n", verb, name)
-				return err
-			}
-			past := map[string]string{"pause": "paused", "unpause": "unpaused", "trigger": "triggered", "delete": "deleted"}[verb]
-			fmt.Fprintf(a.stdout, "schedule %s %s\n", name, past)
-			return nil
+			return schedule.WriteDone(a.stdout, verb, name, conn.format == "json")
 		},
 	}
 	conn.register(cmd.Flags())
-	if verb == "pause" || verb == "unpause" {
+	if verb == schedule.VerbPause || verb == schedule.VerbUnpause {
 		cmd.Flags().StringVar(&note, "note", "", "why (shown by describe)")
 	}
 	return cmd
