@@ -301,7 +301,7 @@ ops:
 		args   []string
 		stderr string
 	}{
-		{"no file", []string{"compare"}, "accepts 1 arg"},
+		{"no file", []string{"compare"}, "compare takes one scenario file: longhaul compare FILE"},
 		{"missing file", []string{"compare", filepath.Join(t.TempDir(), "nope.yaml")}, "nope.yaml"},
 		{"running target", []string{"compare", url}, "target.url"},
 		{"bad order", []string{"compare", ok, "--order", "aabb"}, "--order"},

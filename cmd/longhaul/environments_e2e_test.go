@@ -436,18 +436,21 @@ ops:
 			}
 		})
 	}
+	// Refused before anything starts (provision.Preflight), with the fix.
 	t.Run("docker asked for, no engine", func(t *testing.T) {
 		data := t.TempDir()
 		p := noDocker(t, "run", demoFile, "--data", data, "--provider", "docker", "--duration", "2s", "--window", "1s")
-		if code := p.exitCode(2 * time.Minute); code != exitFailed {
-			t.Fatalf("exit %d, want %d:\n%s", code, exitFailed, p.out.String())
+		if code := p.exitCode(2 * time.Minute); code != exitBadInput {
+			t.Fatalf("exit %d, want %d:\n%s", code, exitBadInput, p.out.String())
 		}
-		run := onlyRun(t, storeOf(t, data))
-		line, _ := failedReason(t, p.out.String(), run.ID)
+		out := strings.TrimSpace(p.out.String())
 		for _, w := range []string{"no Docker engine answers", "use `provider: local` in the scenario (or --provider local)"} {
-			if !strings.Contains(line, w) {
-				t.Errorf("reason lacks %q: %s", w, line)
+			if !strings.Contains(out, w) || strings.Contains(out, "\n") {
+				t.Errorf("want one line with %q: %s", w, out)
 			}
+		}
+		if rs, err := storeOf(t, data).ListRuns(context.Background(), store.ListOptions{}); err != nil || len(rs) != 0 {
+			t.Errorf("%d runs recorded (%v), want none", len(rs), err)
 		}
 	})
 }

@@ -35,7 +35,7 @@ ops:
 	}{
 		{"missing file", []string{"run", filepath.Join(t.TempDir(), "nope.yaml")}, "nope.yaml"},
 		{"invalid scenario", []string{"run", broken}, broken + ":"},
-		{"no file", []string{"run"}, "accepts 1 arg"},
+		{"no file", []string{"run"}, "run takes one scenario file: longhaul run FILE"},
 		{"bad format", []string{"run", ok, "--format", "xml"}, "--format"},
 		{"bad provider", []string{"run", ok, "--provider", "cloud"}, "--provider"},
 		{"bad fail-on", []string{"run", ok, "--fail-on", "info"}, "--fail-on"},
