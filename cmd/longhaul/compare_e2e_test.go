@@ -449,10 +449,7 @@ func TestCompareWorkerKill(t *testing.T) {
 	if err != nil || first.Incarnations > 1 {
 		t.Errorf("the first round ran again: %+v, %v", first, err)
 	}
-	ws, err := st.Windows(context.Background(), second, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := runWindows(t, st, second)
 	gaps := 0
 	for _, w := range ws {
 		if w.Gap {

@@ -189,10 +189,7 @@ func TestComposeStack(t *testing.T) {
 		if run.Status != store.Completed {
 			t.Fatalf("run status %s (%s), want completed", run.Status, run.Reason)
 		}
-		ws, err := rs.Windows(context.Background(), run.ID, store.AllWindows)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ws := runWindows(t, rs, run.ID)
 		requests := int64(0)
 		for _, w := range ws {
 			requests += w.Requests

@@ -153,10 +153,7 @@ func TestFindingsLeakAndClean(t *testing.T) {
 			if g, w := kinds(stored), kinds(rep.Findings); strings.Join(g, ",") != strings.Join(w, ",") {
 				t.Errorf("stored findings %q, report's %q", g, w)
 			}
-			ws, err := st.Windows(context.Background(), rep.RunID, store.AllWindows)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ws := runWindows(t, st, rep.RunID)
 			var cpu, heap, forced int
 			for _, w := range ws {
 				if w.Probes.CPUMicrosPerRequest != nil && *w.Probes.CPUMicrosPerRequest > 0 {

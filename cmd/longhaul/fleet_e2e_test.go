@@ -140,14 +140,7 @@ func TestFleetWorkerKill(t *testing.T) {
 			if tt.returns {
 				f.startWorker(first)
 			}
-			if code := r.wait(t); code != exitOK {
-				t.Fatalf("longhaul run exit %d, want 0; stderr:\n%s", code, r.stderr.String())
-			}
-			run, _ = st.GetRun(context.Background(), run.ID)
-			if run.Status != store.Completed {
-				t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
-			}
-			ws, _ := st.Windows(context.Background(), run.ID, store.AllWindows)
+			run, ws := r.completed(t, st, run.ID)
 			if gaps := checkWindows(t, ws, 16); gaps < 1 {
 				t.Errorf("no gap for the window in progress at the kill")
 			}

@@ -73,10 +73,7 @@ func killWorkerAt(t *testing.T, addr, scenario string, s killStage) (store.Run, 
 	if run.Status != store.Completed || run.Incarnations != 1 {
 		t.Errorf("status %s (%s), %d incarnations; want completed on the first", run.Status, run.Reason, run.Incarnations)
 	}
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := runWindows(t, st, run.ID)
 	checkWindows(t, ws, 3)
 	if !strings.Contains(w2.out.String(), "an earlier attempt was lost") {
 		t.Errorf("the new worker did not say it retried a lost attempt:\n%s", w2.out.String())

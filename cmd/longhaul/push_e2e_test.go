@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/longhaul-dev/longhaul/store"
 )
 
 // startVictoriaMetrics runs Debian's victoria-metrics on a free port of
@@ -115,10 +112,7 @@ func TestPushToVictoriaMetrics(t *testing.T) {
 	}
 	st := storeOf(t, data)
 	run := onlyRun(t, st)
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := runWindows(t, st, run.ID)
 	var want int64
 	for _, w := range ws {
 		want += w.Requests

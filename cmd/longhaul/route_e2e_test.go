@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -241,10 +240,7 @@ func TestDockerRouteFallback(t *testing.T) {
 	}
 	st := storeOf(t, data)
 	run := onlyRun(t, st)
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := runWindows(t, st, run.ID)
 	if gaps := checkWindows(t, ws, windows); gaps != 0 || run.Status != store.Completed {
 		t.Errorf("status %s, %d gaps", run.Status, gaps)
 	}

@@ -95,10 +95,7 @@ func TestServerOnPostgres(t *testing.T) {
 	if run.Status != store.Completed {
 		t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
 	}
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := runWindows(t, st, run.ID)
 	checkWindows(t, ws, 3)
 	var env struct {
 		Host string `json:"host"`

@@ -80,10 +80,7 @@ func checkRequested(t *testing.T, data string) {
 	t.Helper()
 	st := storeOf(t, data)
 	run := onlyRun(t, st)
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := runWindows(t, st, run.ID)
 	var requests, ok int64
 	for _, w := range ws {
 		requests += w.Requests

@@ -283,10 +283,7 @@ func onlyRun(t *testing.T, st store.Store) store.Run {
 func waitWindow(t *testing.T, st store.Store, runID string, index int) []window.Window {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		ws, err := st.Windows(context.Background(), runID, store.AllWindows)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ws := runWindows(t, st, runID)
 		for _, w := range ws {
 			if w.Index >= index {
 				return ws
@@ -409,17 +406,7 @@ func TestSoakSurvivesWorkerKill(t *testing.T) {
 	w2 := startProc(t, "worker", "--temporal", addr, "--data", data)
 	w2.waitFor("worker on", time.Minute)
 
-	if code := r.wait(t); code != exitOK {
-		t.Fatalf("longhaul run exit %d, want 0; stderr:\n%s", code, r.stderr.String())
-	}
-	run, _ = st.GetRun(context.Background(), run.ID)
-	if run.Status != store.Completed {
-		t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
-	}
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, ws := r.completed(t, st, run.ID)
 	gaps := checkWindows(t, ws, 20)
 	if gaps < 1 {
 		t.Errorf("no gap recorded for the window in progress at the kill")
@@ -462,17 +449,7 @@ func TestSoakSurvivesDevRestart(t *testing.T) {
 	dev2 := startProc(t, "dev", "--data", data, "--port", port)
 	dev2.waitFor("temporal dev server at", time.Minute)
 
-	if code := r.wait(t); code != exitOK {
-		t.Fatalf("longhaul run exit %d, want 0; stderr:\n%s", code, r.stderr.String())
-	}
-	run, _ = st.GetRun(context.Background(), run.ID)
-	if run.Status != store.Completed {
-		t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
-	}
-	ws, err := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, ws := r.completed(t, st, run.ID)
 	checkWindows(t, ws, 12)
 	// A target that never stopped has no crash finding (the dev server
 	// restarting is not the target crashing).

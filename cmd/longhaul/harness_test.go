@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// The end-to-end tests' shared steps: a run followed to its end, its
+// record and its windows read back. Starting things (a target, a dev
+// server, a worker, a run) is in soak_e2e_test.go (startProc, startDev,
+// startSoakRun, soakTarget) and shipped_e2e_test.go (startDemoTarget).
+
+// completed waits for the followed run to exit 0 and returns the run
+// (which must have completed) and its windows.
+func (r *soakRun) completed(t *testing.T, st store.Store, runID string) (store.Run, []window.Window) {
+	t.Helper()
+	if code := r.wait(t); code != exitOK {
+		t.Fatalf("longhaul run exit %d, want 0; stderr:\n%s", code, r.stderr.String())
+	}
+	run, err := st.GetRun(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.Completed {
+		t.Errorf("status %s (%s), want completed", run.Status, run.Reason)
+	}
+	return run, runWindows(t, st, runID)
+}
+
+// runWindows reads every window of a run.
+func runWindows(t *testing.T, st store.Store, runID string) []window.Window {
+	t.Helper()
+	ws, err := st.Windows(context.Background(), runID, store.AllWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
