@@ -248,6 +248,13 @@ func inList(ids []string) (string, []any) {
 }
 
 func (s *sqlStore) SetStatus(ctx context.Context, id string, st Status, reason string, at time.Time) error {
+	return s.setStatus(ctx, "runs", "run", id, st, reason, at)
+}
+
+// setStatus sets the status of a run or a comparison (table runs or
+// comparisons, what names it in errors): a first Running sets started_ns,
+// an end sets ended_ns.
+func (s *sqlStore) setStatus(ctx context.Context, table, what, id string, st Status, reason string, at time.Time) error {
 	ns := toNanos(at)
 	var (
 		res sql.Result
@@ -255,21 +262,21 @@ func (s *sqlStore) SetStatus(ctx context.Context, id string, st Status, reason s
 	)
 	switch {
 	case st.Done():
-		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE runs SET status = $1, reason = $2, ended_ns = $3 WHERE id = $4`),
+		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE `+table+` SET status = $1, reason = $2, ended_ns = $3 WHERE id = $4`),
 			string(st), reason, ns, id)
 	case st == Running:
-		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE runs SET status = $1, reason = $2,
+		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE `+table+` SET status = $1, reason = $2,
 			started_ns = CASE WHEN started_ns = 0 THEN $3 ELSE started_ns END WHERE id = $4`),
 			string(st), reason, ns, id)
 	default:
-		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE runs SET status = $1, reason = $2 WHERE id = $3`),
+		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE `+table+` SET status = $1, reason = $2 WHERE id = $3`),
 			string(st), reason, id)
 	}
 	if err != nil {
-		return fmt.Errorf("set status of run %s to %s: %w", id, st, err)
+		return fmt.Errorf("set status of %s %s to %s: %w", what, id, st, err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("set status of run %s to %s: %w", id, st, ErrNotFound)
+		return fmt.Errorf("set status of %s %s to %s: %w", what, id, st, ErrNotFound)
 	}
 	return nil
 }

@@ -206,30 +206,7 @@ func (s *sqlStore) CountComparisons(ctx context.Context, opts ListOptions) (int,
 }
 
 func (s *sqlStore) SetComparisonStatus(ctx context.Context, id string, st Status, reason string, at time.Time) error {
-	ns := toNanos(at)
-	var (
-		res sql.Result
-		err error
-	)
-	switch {
-	case st.Done():
-		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE comparisons SET status = $1, reason = $2, ended_ns = $3 WHERE id = $4`),
-			string(st), reason, ns, id)
-	case st == Running:
-		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE comparisons SET status = $1, reason = $2,
-			started_ns = CASE WHEN started_ns = 0 THEN $3 ELSE started_ns END WHERE id = $4`),
-			string(st), reason, ns, id)
-	default:
-		res, err = s.w.ExecContext(ctx, s.d.rebind(`UPDATE comparisons SET status = $1, reason = $2 WHERE id = $3`),
-			string(st), reason, id)
-	}
-	if err != nil {
-		return fmt.Errorf("set status of comparison %s to %s: %w", id, st, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("set status of comparison %s to %s: %w", id, st, ErrNotFound)
-	}
-	return nil
+	return s.setStatus(ctx, "comparisons", "comparison", id, st, reason, at)
 }
 
 func (s *sqlStore) RoundOfRun(ctx context.Context, runID string) (string, Round, error) {
