@@ -191,7 +191,8 @@ func TestRunPage(t *testing.T) {
 		"incarnation 2", "fitted 150.0 MiB/hour", "p99.9 on &lt; 1000 requests", "forced-GC checkpoint",
 		"120 points, one per window", "${env:API_TOKEN}", "errors 5xx/s", "dropped starts/s",
 		`<option>get</option>`, `<option>list</option>`, "lost (no measurements)",
-		"<h3>Notifications</h3>", "findings → <span class=\"mono\">https://hooks.example/longhaul</span>: sent",
+		"<h3>Notifications</h3>", "<h3>Probe problems</h3>",
+		"<strong>database</strong> failing in 2 of 119 windows (windows 30–31): <span class=\"mono\">read pg_stat_user_tables: connection refused</span>", "findings → <span class=\"mono\">https://hooks.example/longhaul</span>: sent",
 		"findings, gate_failed → <span class=\"mono\">https://chat.example/webhook</span>: not sent after 3 tries: 503 Service Unavailable",
 	} {
 		if !strings.Contains(body, want) {

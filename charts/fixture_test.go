@@ -90,6 +90,9 @@ func (f fixture) window(h *histograms, i int) window.Window {
 			}},
 		},
 	}
+	if i == 30 || i == 31 {
+		w.ProbeFailures = []window.ProbeFailure{{Probe: "database", Error: "read pg_stat_user_tables: connection refused"}}
+	}
 	return w
 }
 

@@ -277,6 +277,7 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 	v.Duration = runDuration(run, time.Now())
 	v.Round = roundOf(ctx, st, id)
 	v.Findings = findingViews(d.fs)
+	v.ProbeProblems = probeProblems(d.spans)
 	ns, err := st.Notifications(ctx, id)
 	if err != nil {
 		return runView{}, err

@@ -237,6 +237,9 @@ type runView struct {
 	Round    *roundLink
 	Totals   totals
 	Findings []findingView
+	// ProbeProblems are the probes that failed during the run: part of
+	// the result (a finding that lacks their evidence says so too).
+	ProbeProblems []probeProblemView
 	// Notifications are those a scheduled run sent (or failed to send).
 	Notifications []notificationView
 	Charts        []drawnChart
@@ -288,6 +291,59 @@ func notificationViews(ns []store.Notification) []notificationView {
 	out := make([]notificationView, 0, len(ns))
 	for _, n := range ns {
 		out = append(out, notificationView{At: fmtWhen(n.At), URL: n.URL, Events: strings.Join(n.Events, ", "), OK: n.OK, Result: n.Outcome()})
+	}
+	return out
+}
+
+// probeProblemView is one probe that failed in some windows of a run.
+type probeProblemView struct {
+	Probe, Where, Error string
+}
+
+// probeProblems lists the probes that failed in the spans, with the windows
+// they failed in. A span merges windows at a coarse resolution and keeps
+// the failures of its last one, so a count over merged spans is an upper
+// bound and is said so.
+func probeProblems(spans []store.Span) []probeProblemView {
+	type acc struct {
+		first, last, windows int
+		err                  string
+		merged               bool
+	}
+	by := map[string]*acc{}
+	var order []string
+	measured := 0
+	for _, sp := range spans {
+		n := max(1, sp.Windows) - sp.Gaps
+		if sp.Gap || n <= 0 {
+			continue
+		}
+		measured += n
+		for _, f := range sp.ProbeFailures {
+			a := by[f.Probe]
+			if a == nil {
+				a = &acc{first: sp.Index}
+				by[f.Probe] = a
+				order = append(order, f.Probe)
+			}
+			a.last, a.err = max(sp.Index, sp.LastIndex), f.Error
+			a.windows += n
+			a.merged = a.merged || n > 1
+		}
+	}
+	slices.Sort(order)
+	out := make([]probeProblemView, 0, len(order))
+	for _, p := range order {
+		a := by[p]
+		count := fmt.Sprintf("%d of %d windows", a.windows, measured)
+		if a.merged {
+			count = "up to " + count
+		}
+		where := fmt.Sprintf("window %d", a.first)
+		if a.last > a.first {
+			where = fmt.Sprintf("windows %d–%d", a.first, a.last)
+		}
+		out = append(out, probeProblemView{Probe: p, Where: "failing in " + count + " (" + where + ")", Error: a.err})
 	}
 	return out
 }
