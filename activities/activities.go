@@ -260,23 +260,24 @@ type ProfileTaker interface {
 // ProberFactory starts the probes of one drive on env.
 type ProberFactory func(ctx context.Context, env Environment, spec scenarios.Probes) (Prober, error)
 
-// Analyzer turns a run's windows into findings. warmup is the scenario's
-// load.warmup: windows that start within it of an incarnation's start are
-// not representative.
+// Analyzer turns a run's windows into findings. opts carries what the
+// scenario says of them: its load.warmup (windows that start within it of
+// an incarnation's start are not representative) and whether longhaul
+// started the target.
 type Analyzer interface {
-	Analyze(ws []window.Window, warmup time.Duration) []analysis.Finding
+	Analyze(ws []window.Window, opts analysis.Options) []analysis.Finding
 }
 
 // AnalyzerFunc adapts a function to Analyzer.
-type AnalyzerFunc func(ws []window.Window, warmup time.Duration) []analysis.Finding
+type AnalyzerFunc func(ws []window.Window, opts analysis.Options) []analysis.Finding
 
 // Analyze calls f.
-func (f AnalyzerFunc) Analyze(ws []window.Window, warmup time.Duration) []analysis.Finding {
-	return f(ws, warmup)
+func (f AnalyzerFunc) Analyze(ws []window.Window, opts analysis.Options) []analysis.Finding {
+	return f(ws, opts)
 }
 
 // NoFindings is the placeholder analyser: it finds nothing.
-var NoFindings Analyzer = AnalyzerFunc(func([]window.Window, time.Duration) []analysis.Finding { return nil })
+var NoFindings Analyzer = AnalyzerFunc(func([]window.Window, analysis.Options) []analysis.Finding { return nil })
 
 // Activities are the soak's activities. Store, Provisioner and Driver are
 // required; the other fields have defaults. An Activities is safe for
@@ -535,7 +536,7 @@ func (a *Activities) Analyze(ctx context.Context, in AnalyzeInput) (AnalyzeResul
 	if err != nil {
 		return AnalyzeResult{}, fmt.Errorf("analyze run %s: read windows: %w", in.RunID, err)
 	}
-	fs := a.analyzer().Analyze(ws, s.Load.Warmup.D())
+	fs := a.analyzer().Analyze(ws, analysis.Options{Warmup: s.Load.Warmup.D(), ExternalTarget: s.Environment.Target.URL != ""})
 	a.explainFindings(ctx, in.RunID, fs)
 	if err := a.Store.PutFindings(ctx, in.RunID, fs); err != nil {
 		return AnalyzeResult{}, fmt.Errorf("analyze run %s: store findings: %w", in.RunID, err)

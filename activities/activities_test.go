@@ -151,8 +151,8 @@ func TestAnalyzeStoresFindings(t *testing.T) {
 	_ = st.PutWindow(context.Background(), window.Window{RunID: "r1", Incarnation: 1, Index: 0, Requests: 10, OK: 10})
 	var seen int
 	var warm time.Duration
-	a := &activities.Activities{Store: st, Analyzer: activities.AnalyzerFunc(func(ws []window.Window, warmup time.Duration) []analysis.Finding {
-		seen, warm = len(ws), warmup
+	a := &activities.Activities{Store: st, Analyzer: activities.AnalyzerFunc(func(ws []window.Window, opts analysis.Options) []analysis.Finding {
+		seen, warm = len(ws), opts.Warmup
 		return []analysis.Finding{{Kind: analysis.KindLeak, Severity: analysis.Critical}, {Kind: analysis.KindMissingEvidence, Severity: analysis.Info}}
 	})}
 	env := newEnv(a)

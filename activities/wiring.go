@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"text/template"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -286,7 +285,7 @@ func (p *serverProber) Close() error {
 }
 
 // Findings is the real Analyzer: analysis.Analyze with its default options
-// and the scenario's warm-up.
-var Findings Analyzer = AnalyzerFunc(func(ws []window.Window, warmup time.Duration) []analysis.Finding {
-	return analysis.Analyze(ws, analysis.Options{Warmup: warmup}).Findings
+// and what the scenario says.
+var Findings Analyzer = AnalyzerFunc(func(ws []window.Window, opts analysis.Options) []analysis.Finding {
+	return analysis.Analyze(ws, opts).Findings
 })

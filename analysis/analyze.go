@@ -167,15 +167,16 @@ type analyzer struct {
 
 // incarnation is one incarnation's windows after gaps and warm-up are removed.
 type incarnation struct {
-	num    int
-	all    []*window.Window       // every window of the incarnation but gaps, warm-up included, by index
-	warmup int                    // windows excluded as warm-up
-	ws     []*window.Window       // analysed windows, by index
-	t      []float64              // seconds from the first analysed window's start to each window's end
-	full   []bool                 // window is at least half the usual length (rates are representative)
-	rps    []float64              // requests per second
-	level  []float64              // load level: ramp target if any, else VUs
-	tables map[string][]tableRead // per table, in window order (windows with the table only)
+	num      int
+	external bool                   // longhaul did not start the target (Options.ExternalTarget)
+	all      []*window.Window       // every window of the incarnation but gaps, warm-up included, by index
+	warmup   int                    // windows excluded as warm-up
+	ws       []*window.Window       // analysed windows, by index
+	t        []float64              // seconds from the first analysed window's start to each window's end
+	full     []bool                 // window is at least half the usual length (rates are representative)
+	rps      []float64              // requests per second
+	level    []float64              // load level: ramp target if any, else VUs
+	tables   map[string][]tableRead // per table, in window order (windows with the table only)
 	// sqlite holds the rows of each table of a SQLite file (no read
 	// statistics: only i and liveRows are set).
 	sqlite map[string][]tableRead
@@ -224,7 +225,7 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 }
 
 func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
-	inc := &incarnation{num: num, all: list}
+	inc := &incarnation{num: num, all: list, external: a.opts.ExternalTarget}
 	skip := max(a.opts.WarmupWindows, 0)
 	if a.opts.Warmup > 0 && len(list) > 0 && !list[0].Start.IsZero() {
 		end := list[0].Start.Add(a.opts.Warmup)
@@ -384,6 +385,9 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	advice := " — fix the failing probes"
 	if enable {
 		advice = " — enable the matching probes in the scenario"
+		if inc.external {
+			advice = " — longhaul did not start this target (environment.target.url), so it cannot read its process or its database's statistics: let longhaul start it (target.command or target.image, docs/environments.md) to see them; probes.heap.metric reads a Go API's post-GC heap from its /metrics"
+		}
 		if len(failed) > 0 {
 			advice += " and fix the failing ones"
 		}

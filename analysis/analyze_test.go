@@ -856,3 +856,23 @@ func TestCollapseOnABusyMachine(t *testing.T) {
 		t.Errorf("the same fall with other processes taking the machine: %v %s %q, want an info note", ok, f.Severity, f.Summary)
 	}
 }
+
+// A target longhaul did not start (environment.target.url) cannot have its
+// process or database probed: the note says how to get them, not "enable
+// the probes".
+func TestMissingEvidenceForExternalTarget(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ExternalTarget = true
+	f, ok := find(Analyze(windows(30, nil), opts), KindMissingEvidence)
+	if !ok {
+		t.Fatal("no missing_evidence finding")
+	}
+	for _, want := range []string{"longhaul did not start this target (environment.target.url)", "let longhaul start it (target.command or target.image", "probes.heap.metric"} {
+		if !strings.Contains(f.Summary, want) {
+			t.Errorf("summary %q lacks %q", f.Summary, want)
+		}
+	}
+	if strings.Contains(f.Summary, "enable the matching probes") {
+		t.Errorf("summary %q tells to enable probes that cannot apply", f.Summary)
+	}
+}

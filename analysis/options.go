@@ -13,6 +13,11 @@ type Options struct {
 	// WarmupWindows excludes at least this many windows at the start of each
 	// incarnation. 0 means DefaultWarmupWindows; negative means none.
 	WarmupWindows int
+	// ExternalTarget: longhaul did not start the target (a scenario's
+	// environment.target.url), so no probe can read its process, and its
+	// database only where the scenario names it: the missing-evidence
+	// note says how to get them instead of "enable the probes".
+	ExternalTarget bool
 	// MaxPoints bounds the length of a series given to Theil–Sen and
 	// Mann–Kendall; longer series are cut into MaxPoints consecutive bins and
 	// each bin replaced by its median. 0 means DefaultMaxPoints.
