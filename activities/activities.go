@@ -123,6 +123,8 @@ type Store interface {
 	store.Slots
 	// The target's profiles, taken during drives.
 	store.Profiles
+	// What the target and its database printed, kept at teardown.
+	store.Logs
 }
 
 // ProvisionRequest asks for one incarnation of a run's environment.
@@ -504,6 +506,7 @@ func (a *Activities) Teardown(ctx context.Context, env Environment) error {
 	stop := keepAlive(ctx, "tearing down")
 	defer stop()
 	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
+	a.keepLogs(ctx, env)
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}

@@ -36,6 +36,24 @@ func (pa provisionAdapter) Teardown(ctx context.Context, env activities.Environm
 	return pa.p.Teardown(ctx, e)
 }
 
+// Logs reads what env's processes printed, when the provisioner can.
+func (pa provisionAdapter) Logs(ctx context.Context, env activities.Environment, maxBytes int) ([]activities.Output, error) {
+	lr, ok := pa.p.(provision.LogReader)
+	if !ok {
+		return nil, nil
+	}
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := lr.Logs(ctx, e, maxBytes)
+	res := make([]activities.Output, 0, len(outs))
+	for _, o := range outs {
+		res = append(res, activities.Output{Source: o.Source, Text: o.Text, Truncated: o.Truncated})
+	}
+	return res, err
+}
+
 func (pa provisionAdapter) Check(ctx context.Context, env activities.Environment) error {
 	e, err := fromActivityEnv(env)
 	if err != nil {

@@ -273,6 +273,19 @@ var migrations = []migration{
 			PRIMARY KEY (run_id, kind, incarnation, idx)
 		)`,
 	}},
+	{12, "logs: what a run's target and database printed", []string{
+		// One row per process and incarnation: the end of its output,
+		// gzipped, kept when the environment is torn down.
+		`CREATE TABLE logs (
+			run_id      TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+			incarnation BIGINT NOT NULL,
+			source      TEXT NOT NULL,
+			bytes       BIGINT NOT NULL,
+			truncated   BIGINT NOT NULL,
+			data        {{BLOB}} NOT NULL,
+			PRIMARY KEY (run_id, incarnation, source)
+		)`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -218,6 +218,7 @@ type Store interface {
 	Comparisons
 	Slots
 	Profiles
+	Logs
 
 	Close() error
 }

@@ -68,6 +68,7 @@ func runSuite(t *testing.T, open backend) {
 		{"Thresholds", testThresholds},
 		{"Notifications", testNotifications},
 		{"Profiles", testProfiles},
+		{"Logs", testLogs},
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"UpgradeFromSchema2", testUpgradeFromSchema2},

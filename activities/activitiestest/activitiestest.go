@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type Store struct {
 	compNotes map[string][]store.Notification
 	slots     []store.Slot
 	profiles  map[string][]store.Profile
+	logs      map[string][]store.TargetLog
 	// Statuses records every SetStatus call in order, as "status" or "status: reason".
 	Statuses []string
 	// Puts counts PutWindow calls per (run, incarnation, index) key, to catch rewrites.
@@ -52,7 +54,43 @@ func (s *Store) init() {
 		s.compNotes = map[string][]store.Notification{}
 		s.Puts = map[string]int{}
 		s.profiles = map[string][]store.Profile{}
+		s.logs = map[string][]store.TargetLog{}
 	}
+}
+
+// PutLog implements store.Store.
+func (s *Store) PutLog(_ context.Context, l store.TargetLog) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	if _, ok := s.runs[l.RunID]; !ok {
+		return fmt.Errorf("run %s: %w", l.RunID, store.ErrNotFound)
+	}
+	ls := slices.DeleteFunc(s.logs[l.RunID], func(m store.TargetLog) bool {
+		return m.Incarnation == l.Incarnation && m.Source == l.Source
+	})
+	s.logs[l.RunID] = append(ls, l)
+	return nil
+}
+
+// Logs implements store.Store.
+func (s *Store) Logs(_ context.Context, runID string, withData bool) ([]store.TargetLog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	out := slices.Clone(s.logs[runID])
+	slices.SortFunc(out, func(a, b store.TargetLog) int {
+		if a.Incarnation != b.Incarnation {
+			return a.Incarnation - b.Incarnation
+		}
+		return strings.Compare(a.Source, b.Source)
+	})
+	if !withData {
+		for i := range out {
+			out[i].Data = nil
+		}
+	}
+	return out, nil
 }
 
 // PutProfile implements store.Store.

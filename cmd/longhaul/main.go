@@ -122,6 +122,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.historyCmd(),
 		a.versionCmd(),
 		a.profileCmd(),
+		a.logsCmd(),
 	)
 	return root
 }
