@@ -243,6 +243,17 @@ func TestDemoSoakDocker(t *testing.T) {
 			t.Errorf("longhaul report lacks %q:\n%s", want, out)
 		}
 	}
+
+	// The containers' output was kept with the run before they went.
+	for _, tt := range []struct{ flag, want string }{{"", `"msg":"listening"`}, {"--database", "database system is ready to accept connections"}} {
+		args := []string{"logs", d.run.ID, "--data", d.data}
+		if tt.flag != "" {
+			args = append(args, tt.flag)
+		}
+		if code, out, errOut := runCommand(t, args...); code != exitOK || !strings.Contains(out, tt.want) {
+			t.Errorf("longhaul %s: exit %d, stderr %q; want %q in:\n%s", strings.Join(args, " "), code, errOut, tt.want, out)
+		}
+	}
 }
 
 // TestDemoSoakLocal: the same soak with the local provider (go build into
