@@ -102,3 +102,32 @@ func Write(ctx context.Context, st Reader, sel Selection, w io.Writer) (int, err
 	}
 	return m.Count, m.Write(w)
 }
+
+// WindowRange is `longhaul profile`'s choice of windows: Window alone
+// (when set), or From to To, both included (To < 0: to the end).
+type WindowRange struct {
+	Window, From, To          int
+	HasWindow, HasFrom, HasTo bool
+}
+
+// NewSelection checks a command line's choice of profiles of id: kind
+// (cpu or heap), side and the windows.
+func NewSelection(id, side, kind string, r WindowRange) (Selection, error) {
+	sel := Selection{ID: id, Side: store.Side(side), Kind: store.ProfileKind(kind), FromIndex: r.From}
+	if sel.Kind != store.ProfileCPU && sel.Kind != store.ProfileHeap {
+		return sel, fmt.Errorf("--kind is cpu or heap, got %q", kind)
+	}
+	switch {
+	case r.HasWindow && (r.HasFrom || r.HasTo):
+		return sel, errors.New("--window excludes --from and --to")
+	case r.HasWindow && r.Window < 0, r.From < 0:
+		return sel, errors.New("window indexes are ≥ 0")
+	case r.HasWindow:
+		sel.FromIndex, sel.ToIndex = r.Window, r.Window+1
+	case r.HasTo && r.To < r.From:
+		return sel, fmt.Errorf("--to %d is before --from %d", r.To, r.From)
+	case r.HasTo:
+		sel.ToIndex = r.To + 1
+	}
+	return sel, nil
+}

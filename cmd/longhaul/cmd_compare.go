@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -211,33 +210,4 @@ func (a *app) comparisons(ctx context.Context, f listFlags) error {
 		return report.WriteComparisonsJSON(a.stdout, cs)
 	}
 	return report.WriteComparisonsText(a.stdout, cs)
-}
-
-// reportComparison prints a stored comparison (longhaul report ID).
-func (a *app) reportComparison(ctx context.Context, st store.Store, id string, format report.Format) (bool, error) {
-	cmp, err := st.GetComparison(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return true, fmt.Errorf("read comparison %s: %w", id, err)
-	}
-	ns, err := st.ComparisonNotifications(ctx, id)
-	if err != nil {
-		return true, fmt.Errorf("read notifications of comparison %s: %w", id, err)
-	}
-	if format == report.JSON {
-		if err := report.WriteComparisonJSON(a.stdout, cmp); err != nil {
-			return true, err
-		}
-		return true, report.WriteNotificationsJSON(a.stdout, ns)
-	}
-	if err := report.WriteComparisonText(a.stdout, cmp); err != nil {
-		return true, err
-	}
-	if len(ns) > 0 {
-		fmt.Fprintln(a.stdout)
-		report.WriteNotifications(a.stdout, ns)
-	}
-	return true, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/profiles"
-	"github.com/longhaul-dev/longhaul/store"
 )
 
 // profileFlags are the flags of longhaul profile.
@@ -56,21 +55,12 @@ type changedFlags interface{ Changed(string) bool }
 
 // profile is longhaul profile.
 func (a *app) profile(ctx context.Context, id string, f profileFlags, set changedFlags) error {
-	sel := profiles.Selection{ID: id, Side: store.Side(f.side), Kind: store.ProfileKind(f.kind), FromIndex: f.from}
-	if sel.Kind != store.ProfileCPU && sel.Kind != store.ProfileHeap {
-		return badInputf("--kind is cpu or heap, got %q", f.kind)
-	}
-	switch {
-	case set.Changed("window") && (set.Changed("from") || set.Changed("to")):
-		return badInputf("--window excludes --from and --to")
-	case set.Changed("window") && f.window < 0, f.from < 0:
-		return badInputf("window indexes are ≥ 0")
-	case set.Changed("window"):
-		sel.FromIndex, sel.ToIndex = f.window, f.window+1
-	case set.Changed("to") && f.to < f.from:
-		return badInputf("--to %d is before --from %d", f.to, f.from)
-	case set.Changed("to"):
-		sel.ToIndex = f.to + 1
+	sel, err := profiles.NewSelection(id, f.side, f.kind, profiles.WindowRange{
+		Window: f.window, From: f.from, To: f.to,
+		HasWindow: set.Changed("window"), HasFrom: set.Changed("from"), HasTo: set.Changed("to"),
+	})
+	if err != nil {
+		return badInput{err}
 	}
 	out := f.out
 	if out == "" {

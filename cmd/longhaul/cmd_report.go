@@ -72,7 +72,7 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) && !html {
-		if found, err := a.reportComparison(ctx, st, id, format); found || err != nil {
+		if found, err := report.WriteStoredComparison(ctx, st, id, format, a.stdout); found || err != nil {
 			return err
 		}
 	}

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +65,7 @@ process metrics to VictoriaMetrics.`,
 }
 
 func (a *app) server(ctx context.Context, f serverFlags) error {
-	host, port, err := parseListenAddr(f.addr)
+	host, port, err := devserver.ParseListenAddr(f.addr)
 	if err != nil {
 		return badInputf("--addr: %v", err)
 	}
@@ -132,27 +130,4 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 	}
 	fmt.Fprintln(a.stderr, "longhaul: stopping the server; runs in flight continue when it starts again")
 	return nil
-}
-
-// parseListenAddr splits HOST:PORT for a listener: an empty host is every
-// address, localhost is 127.0.0.1; the host must be an IP address.
-func parseListenAddr(addr string) (string, int, error) {
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("%q: want HOST:PORT", addr)
-	}
-	switch h {
-	case "":
-		h = "0.0.0.0"
-	case "localhost":
-		h = "127.0.0.1"
-	}
-	if net.ParseIP(h) == nil {
-		return "", 0, fmt.Errorf("%q: the host must be an IP address (0.0.0.0 for all)", addr)
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("%q: port must be 0..65535", addr)
-	}
-	return h, port, nil
 }

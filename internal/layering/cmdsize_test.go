@@ -20,7 +20,7 @@ import (
 // ever goes down. What is left is mostly the commands' help text and flag
 // definitions (about 300 lines) and their wiring.
 const (
-	maxCmdLines     = 3100 // non-test Go lines in cmd/longhaul (goal: 2,500)
+	maxCmdLines     = 3080 // non-test Go lines in cmd/longhaul (goal: 2,500)
 	maxCmdFuncLines = 80   // lines of one function in cmd/longhaul
 )
 
