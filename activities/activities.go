@@ -50,7 +50,7 @@ import (
 const GeneralQueue = "longhaul"
 
 // Error types of the application errors the activities return; the workflow
-// branches on them. All three are non-retryable.
+// branches on them. All but ErrTypeHandedOver are non-retryable.
 const (
 	// ErrTypeTargetFailed: the target stopped answering while it was driven
 	// (its windows hold the errors). The soak fails with this reason.
@@ -59,6 +59,9 @@ const (
 	// (it went down while no worker watched it). The workflow provisions a
 	// new incarnation; the details are a LostDetails.
 	ErrTypeEnvironmentLost = "EnvironmentLost"
+	// ErrTypeHandedOver: the worker was stopping; the drive closed its
+	// window in progress and is retried on the next worker (retryable).
+	ErrTypeHandedOver = "HandedOver"
 	// ErrTypeBadScenario: the scenario cannot be parsed or compiled on this
 	// worker (for example an ${env:NAME} that is not set here).
 	ErrTypeBadScenario = "BadScenario"

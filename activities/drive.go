@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -237,6 +238,22 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		return nil
 	}
 
+	// A worker that is stopping (a deploy's SIGTERM; see the worker's
+	// WorkerStopTimeout) hands the drive over: the load stops, the window
+	// in progress closes short and is committed like any other, and the
+	// attempt fails retryably, so the next worker of the host resumes
+	// after it. Before this, that window was lost as after a kill -9.
+	var handedOver atomic.Bool
+	go func() {
+		select {
+		case <-activity.GetWorkerStopChannel(ctx):
+			handedOver.Store(true)
+			log.Info("this worker is stopping: closing the window in progress and handing the drive over")
+			stopLoad()
+		case <-driveCtx.Done():
+		}
+	}()
+
 	route := openRoute(in.Env, log, "driver")
 	defer route.Close()
 	log.Info("driving", "first", first, "total", in.Total, "target", route.URL, "in_namespace", route.inNamespace())
@@ -249,6 +266,8 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	switch {
 	case res.StoppedBy != "" && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)):
 		return res, nil
+	case handedOver.Load() && ctx.Err() == nil && res.NextIndex < in.Total && (err == nil || errors.Is(err, context.Canceled)):
+		return res, temporal.NewApplicationError(fmt.Sprintf("the worker stopped: drive handed over after window %d", res.NextIndex-1), ErrTypeHandedOver, res)
 	case errors.As(err, &tf):
 		return res, temporal.NewNonRetryableApplicationError(tf.Error(), ErrTypeTargetFailed, tf.cause, res)
 	case errors.Is(err, ErrBadInput):

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"go.temporal.io/sdk/client"
@@ -95,7 +96,9 @@ func New(ctx context.Context, c client.Client, st store.Store, dataDir string, c
 		Logger:        log,
 		HostTaskQueue: hostQueue(cfg),
 	}
-	return workflows.NewWorker(c, acts, worker.Options{}), nil
+	// WorkerStopTimeout: a stopping worker (SIGTERM) gives its drives this
+	// long to close the window in progress and hand over (activities.Drive).
+	return workflows.NewWorker(c, acts, worker.Options{WorkerStopTimeout: 30 * time.Second}), nil
 }
 
 // hostQueue is the host task queue cfg names; "" leaves the choice (the

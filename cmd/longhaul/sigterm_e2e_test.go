@@ -9,9 +9,9 @@ import (
 // TestWorkerSIGTERM: a deploy stops a worker with SIGTERM mid-soak. The
 // worker stops taking work and exits at once (exit 0); the run resumes on
 // the next worker of the host and completes, every window measured before
-// the signal kept. The window in progress at the signal is not finished:
-// it is recorded as a gap (one), as after a kill -9 — finishing it before
-// handing over is not built yet (docs/faults.md).
+// the signal kept. The window in progress at the signal is closed short and
+// kept (partial), not lost as after a kill -9; the hand-over itself is one
+// gap (docs/faults.md).
 func TestWorkerSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak (~40 s)")
@@ -40,8 +40,21 @@ func TestWorkerSIGTERM(t *testing.T) {
 	w2.waitFor("worker on", time.Minute)
 
 	_, ws := r.completed(t, st, run.ID)
-	if gaps := checkWindows(t, ws, 16); gaps > 1 {
-		t.Errorf("%d gaps, want at most the window in progress at the signal", gaps)
+	gaps := checkWindows(t, ws, 16)
+	partial := 0
+	for _, w := range ws {
+		if w.Partial {
+			partial++
+		}
+	}
+	for _, w := range ws {
+		if w.Partial || w.Gap {
+			t.Logf("window %d: gap %v, partial %v, %d requests, %s", w.Index, w.Gap, w.Partial, w.Requests, w.End.Sub(w.Start))
+		}
+	}
+	t.Logf("%d gaps, %d partial windows; before the signal: %d windows", gaps, partial, len(before))
+	if gaps > 1 || partial < 1 {
+		t.Errorf("%d gaps and %d partial windows; want the window in progress at the signal closed short and kept (partial), and at most one gap for the hand-over", gaps, partial)
 	}
 	byIndex := map[int]bool{}
 	for _, w := range ws {
