@@ -147,9 +147,9 @@ func TestCombineAllocGC(t *testing.T) {
 		{Index: 1, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second), Requests: 300, Probes: Probes{
 			AllocBytes: n(900_000), AllocBytesPerRequest: f(3000), GCCycles: n(3), GCPer1kRequests: f(10),
 			GCCPUSeconds: f(0.5), // no process CPU: not in the share
-			Database: &Database{Transactions: n(300), XactPerRequest: f(1)}}},
+			Database:     &Database{Transactions: n(300), XactPerRequest: f(1)}}},
 		{Index: 2, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Requests: 600, Probes: Probes{
-			CPUSeconds: f(2), // no Go metrics page reading: not in the allocation sums
+			CPUSeconds: f(2),          // no Go metrics page reading: not in the allocation sums
 			Database:   &Database{}}}, // MySQL-like: no transactions counted
 	}
 	got, err := Combine(ws)
