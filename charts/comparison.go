@@ -84,7 +84,7 @@ var metricUnits = map[string]string{
 	analysis.MetricP50Ms: "ms", analysis.MetricP95Ms: "ms", analysis.MetricP99Ms: "ms", analysis.MetricRPS: "req/s",
 	analysis.MetricCPUMicrosPerReq: "µs/request", analysis.MetricHeapBytes: "bytes", analysis.MetricRSSBytes: "bytes",
 	analysis.MetricRowsReadPerRequest: "rows/request",
-	analysis.MetricAllocBytesPerReq: "bytes/request", analysis.MetricGCPer1kRequests: "GC cycles/1k requests",
+	analysis.MetricAllocBytesPerReq:   "bytes/request", analysis.MetricGCPer1kRequests: "GC cycles/1k requests",
 }
 
 func fmtMetric(v float64, unit string) string {
