@@ -35,7 +35,9 @@ func newHTTPClient(dial DialFunc) *http.Client {
 }
 
 // MetricScraper reads one gauge from a target's Prometheus-format metrics
-// page. It reuses its read buffer, so it is not safe for concurrent use.
+// page, and with ReadRuntime, from the same fetch, a Go target's GC pauses
+// and cumulative runtime counters (GoCounters). It reuses its read buffer,
+// so it is not safe for concurrent use.
 type MetricScraper struct {
 	URL  string // the metrics page, e.g. http://127.0.0.1:8080/metrics
 	Name string // the metric, e.g. go_gc_heap_live_bytes
