@@ -186,3 +186,19 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
+
+// BenchmarkParseGoCounters reads the counters from the demo target's real
+// page, once per window in a soak.
+func BenchmarkParseGoCounters(b *testing.B) {
+	body, err := os.ReadFile("testdata/metrics-vmmetrics.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if c := ParseGoCounters(body); !c.HasAllocBytes {
+			b.Fatal("no counters")
+		}
+	}
+}
