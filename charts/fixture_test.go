@@ -23,9 +23,6 @@ type fixture struct {
 	Windows  int
 	Window   time.Duration
 	Status   store.Status
-	// Alloc gives the windows a Go target's allocation and GC readings
-	// (from the second window: the first has no previous scrape).
-	Alloc bool
 }
 
 var fixtureT0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -92,11 +89,6 @@ func (f fixture) window(h *histograms, i int) window.Window {
 				{Name: "users", LiveRows: 16, IndexScans: 10, IndexTuplesFetched: reqs * 2, RowsReadPerRequest: 2},
 			}},
 		},
-	}
-	if f.Alloc && i > 0 {
-		w.Probes.AllocBytesPerRequest = ptr(4096.0)
-		w.Probes.GCPer1kRequests = ptr(12.5)
-		w.Probes.GCCPUShare = ptr(0.05)
 	}
 	return w
 }
