@@ -22,6 +22,10 @@ import (
 //	longhaul_target_cpu_micros_per_request         probe readings of the last window,
 //	longhaul_target_rss_bytes                      absent while a probe has no reading
 //	longhaul_target_heap_bytes
+//	longhaul_target_alloc_bytes_per_request        a Go target's runtime counters
+//	longhaul_target_gc_per_1k_requests
+//	longhaul_target_gc_cpu_share
+//	longhaul_database_xact_per_request             PostgreSQL
 const (
 	MetricPushWindows   = "longhaul_windows_total"
 	MetricPushRPS       = "longhaul_window_requests_per_second"
@@ -29,6 +33,10 @@ const (
 	MetricPushCPU       = "longhaul_target_cpu_micros_per_request"
 	MetricPushRSS       = "longhaul_target_rss_bytes"
 	MetricPushHeapBytes = "longhaul_target_heap_bytes"
+	MetricPushAlloc     = "longhaul_target_alloc_bytes_per_request"
+	MetricPushGCRate    = "longhaul_target_gc_per_1k_requests"
+	MetricPushGCShare   = "longhaul_target_gc_cpu_share"
+	MetricPushXact      = "longhaul_database_xact_per_request"
 )
 
 // PushTimeout bounds one push, so a slow VictoriaMetrics never holds up the
@@ -99,6 +107,14 @@ func (p *livePush) Window(ctx context.Context, w window.Window) {
 	setReading(p.set, MetricPushCPU, w.Probes.CPUMicrosPerRequest)
 	setReading(p.set, MetricPushRSS, int64Reading(w.Probes.RSSBytes))
 	setReading(p.set, MetricPushHeapBytes, int64Reading(w.Probes.HeapBytes))
+	setReading(p.set, MetricPushAlloc, w.Probes.AllocBytesPerRequest)
+	setReading(p.set, MetricPushGCRate, w.Probes.GCPer1kRequests)
+	setReading(p.set, MetricPushGCShare, w.Probes.GCCPUShare)
+	var xact *float64
+	if d := w.Probes.Database; d != nil {
+		xact = d.XactPerRequest
+	}
+	setReading(p.set, MetricPushXact, xact)
 	p.Push(ctx)
 }
 

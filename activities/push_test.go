@@ -58,8 +58,9 @@ func TestLivePush(t *testing.T) {
 	p := newLivePush(srv.URL, `run-"1"`, "demo", "host-a", slog.New(slog.NewTextHandler(&logs, nil)))
 	p.Metrics().GetOrCreateCounter(`longhaul_requests_total{op="get",class="ok"}`).Add(7)
 
-	cpu, rss := 12.5, int64(4096)
-	p.Window(context.Background(), window.Window{RPS: 70, LatencyMs: window.Latency{P99: 20}, Probes: window.Probes{CPUMicrosPerRequest: &cpu, RSSBytes: &rss}})
+	cpu, rss, alloc, gcs, share, xact := 12.5, int64(4096), 2048.5, 7.25, 0.125, 1.5
+	p.Window(context.Background(), window.Window{RPS: 70, LatencyMs: window.Latency{P99: 20}, Probes: window.Probes{CPUMicrosPerRequest: &cpu, RSSBytes: &rss,
+		AllocBytesPerRequest: &alloc, GCPer1kRequests: &gcs, GCCPUShare: &share, Database: &window.Database{XactPerRequest: &xact}}})
 	got := sink.last()
 	labels := `run="run-\"1\"",scenario="demo",host="host-a"`
 	for _, want := range []string{
@@ -69,6 +70,10 @@ func TestLivePush(t *testing.T) {
 		`longhaul_window_latency_seconds{` + labels + `,quantile="0.99"} 0.02`,
 		`longhaul_target_cpu_micros_per_request{` + labels + `} 12.5`,
 		`longhaul_target_rss_bytes{` + labels + `} 4096`,
+		`longhaul_target_alloc_bytes_per_request{` + labels + `} 2048.5`,
+		`longhaul_target_gc_per_1k_requests{` + labels + `} 7.25`,
+		`longhaul_target_gc_cpu_share{` + labels + `} 0.125`,
+		`longhaul_database_xact_per_request{` + labels + `} 1.5`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("push lacks %s:\n%s", want, got)
@@ -77,7 +82,8 @@ func TestLivePush(t *testing.T) {
 
 	// A window without a CPU reading removes the gauge rather than pushing a stale value.
 	p.Window(context.Background(), window.Window{RPS: 60})
-	if got := sink.last(); strings.Contains(got, "longhaul_target_cpu_micros_per_request") || !strings.Contains(got, `longhaul_windows_total{`+labels+`} 2`) {
+	if got := sink.last(); strings.Contains(got, "longhaul_target_cpu_micros_per_request") || strings.Contains(got, "alloc_bytes") || strings.Contains(got, "xact") ||
+		!strings.Contains(got, `longhaul_windows_total{`+labels+`} 2`) {
 		t.Errorf("second push:\n%s", got)
 	}
 

@@ -162,7 +162,7 @@ func ParseMetrics(s string) ([]string, error) {
 			m, ok = f, true
 		}
 		if !ok {
-			return nil, fmt.Errorf("unknown metric %q: use %s (or cpu, p50, p95, p99, throughput, heap, rss, rows)", f, strings.Join(Metrics, ", "))
+			return nil, fmt.Errorf("unknown metric %q: use %s (or cpu, alloc, gc, p50, p95, p99, throughput, heap, rss, rows)", f, strings.Join(Metrics, ", "))
 		}
 		want[m] = true
 	}
@@ -181,6 +181,7 @@ func ParseMetrics(s string) ([]string, error) {
 var metricAliases = map[string]string{
 	"cpu": MetricCPUMicrosPerReq, "p50": MetricP50Ms, "p95": MetricP95Ms, "p99": MetricP99Ms,
 	"rps": MetricRPS, "throughput": MetricRPS, "heap": MetricHeapBytes, "rss": MetricRSSBytes, "rows": MetricRowsReadPerRequest,
+	"alloc": MetricAllocBytesPerReq, "gc": MetricGCPer1kRequests,
 }
 
 func (o PairedOptions) floor(metric string) float64 {
@@ -290,6 +291,10 @@ func pairedVerdict(metric string, pairs []PairValues, opts PairedOptions, crit f
 	switch {
 	case measured == 0:
 		v.Outcome, v.Reason = Inconclusive, "not measured on both sides"
+		if metric == MetricAllocBytesPerReq || metric == MetricGCPer1kRequests {
+			// Say why, since a Node.js target never has them.
+			v.Reason += ": it needs a Go target's runtime counters (probes.heap.metric); a Node.js target has no allocation counter"
+		}
 		v.Summary = v.line()
 		return v
 	case n < need && disturbed > 0:
@@ -480,6 +485,7 @@ var metricLabels = map[string]string{
 	MetricP50Ms: "p50", MetricP95Ms: "p95", MetricP99Ms: "p99", MetricRPS: "throughput",
 	MetricCPUMicrosPerReq: "CPU/request", MetricHeapBytes: "post-GC heap", MetricRSSBytes: "RSS",
 	MetricRowsReadPerRequest: "rows read/request",
+	MetricAllocBytesPerReq:   "allocated/request", MetricGCPer1kRequests: "GC cycles/1k requests",
 }
 
 // MetricLabel is the short name of a metric in text ("p50", "CPU/request").

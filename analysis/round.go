@@ -10,6 +10,7 @@ import (
 // Metrics lists the metrics a comparison decides, in report order.
 var Metrics = []string{
 	MetricP50Ms, MetricP95Ms, MetricP99Ms, MetricRPS, MetricCPUMicrosPerReq,
+	MetricAllocBytesPerReq, MetricGCPer1kRequests,
 	MetricHeapBytes, MetricRSSBytes, MetricRowsReadPerRequest,
 }
 
@@ -24,6 +25,9 @@ type RoundValues map[string]float64
 //     (never an average of percentiles);
 //   - rps: their requests over their summed durations;
 //   - cpu_us_per_request: their target CPU seconds over their requests;
+//   - alloc_bytes_per_request: the bytes a Go target allocated over the
+//     requests of the windows that had the reading; gc_per_1k_requests its
+//     GC cycles likewise, per 1,000 requests;
 //   - rows_read_per_request: rows read over requests, likewise;
 //   - heap_bytes and rss_bytes: the median of their readings (forced-GC
 //     heap readings only, when there are any).
@@ -149,6 +153,8 @@ func valuesOf(ws []window.Window, frac []float64) (RoundValues, error) {
 		reqs, secs         float64
 		cpuSecs, cpuReqs   float64
 		rowsRead, rowsReqs float64
+		alloc, allocReqs   float64
+		gcs, gcReqs        float64
 		rss, heap, forced  []float64
 	)
 	for i, w := range ws {
@@ -169,6 +175,22 @@ func valuesOf(ws []window.Window, frac []float64) (RoundValues, error) {
 		case p.CPUMicrosPerRequest != nil && n > 0:
 			cpuSecs += *p.CPUMicrosPerRequest * n / 1e6
 			cpuReqs += n
+		}
+		switch {
+		case p.AllocBytes != nil && n > 0:
+			alloc += f * float64(*p.AllocBytes)
+			allocReqs += n
+		case p.AllocBytesPerRequest != nil && n > 0:
+			alloc += *p.AllocBytesPerRequest * n
+			allocReqs += n
+		}
+		switch {
+		case p.GCCycles != nil && n > 0:
+			gcs += f * float64(*p.GCCycles)
+			gcReqs += n
+		case p.GCPer1kRequests != nil && n > 0:
+			gcs += *p.GCPer1kRequests * n / 1000
+			gcReqs += n
 		}
 		if p.Database != nil && n > 0 {
 			rowsRead += p.Database.RowsReadPerRequest * n
@@ -195,6 +217,12 @@ func valuesOf(ws []window.Window, frac []float64) (RoundValues, error) {
 	}
 	if cpuReqs > 0 && cpuSecs > 0 {
 		v[MetricCPUMicrosPerReq] = cpuSecs * 1e6 / cpuReqs
+	}
+	if allocReqs > 0 && alloc > 0 {
+		v[MetricAllocBytesPerReq] = alloc / allocReqs
+	}
+	if gcReqs > 0 && gcs > 0 {
+		v[MetricGCPer1kRequests] = gcs * 1000 / gcReqs
 	}
 	if rowsReqs > 0 && rowsRead > 0 {
 		v[MetricRowsReadPerRequest] = rowsRead / rowsReqs

@@ -25,6 +25,12 @@ const (
 	MetricHeapBytes          = "heap_bytes"
 	MetricRSSBytes           = "rss_bytes"
 	MetricRowsReadPerRequest = "rows_read_per_request"
+	// MetricAllocBytesPerReq and MetricGCPer1kRequests are a Go target's
+	// bytes allocated per request and GC cycles per 1,000 requests, from
+	// the runtime counters on its metrics page (probes.GoCounters). A
+	// Node.js target has no cumulative allocation counter, so neither.
+	MetricAllocBytesPerReq = "alloc_bytes_per_request"
+	MetricGCPer1kRequests  = "gc_per_1k_requests"
 )
 
 // Methods a Verdict names.
@@ -46,8 +52,8 @@ const (
 
 // Verdict is the answer for one metric of a paired comparison. Ratios are
 // B/A (B's round value over A's, per pair); CI is the 95 % interval of their
-// geometric mean. For latency, CPU, heap, RSS and rows read a ratio below 1
-// is better; for throughput (rps) above 1 is.
+// geometric mean. For latency, CPU, allocations, GC cycles, heap, RSS and
+// rows read a ratio below 1 is better; for throughput (rps) above 1 is.
 type Verdict struct {
 	Metric  string  `json:"metric"`
 	Outcome Outcome `json:"outcome"`

@@ -84,11 +84,15 @@ var metricUnits = map[string]string{
 	analysis.MetricP50Ms: "ms", analysis.MetricP95Ms: "ms", analysis.MetricP99Ms: "ms", analysis.MetricRPS: "req/s",
 	analysis.MetricCPUMicrosPerReq: "µs/request", analysis.MetricHeapBytes: "bytes", analysis.MetricRSSBytes: "bytes",
 	analysis.MetricRowsReadPerRequest: "rows/request",
+	analysis.MetricAllocBytesPerReq:   "bytes/request", analysis.MetricGCPer1kRequests: "GC cycles/1k requests",
 }
 
 func fmtMetric(v float64, unit string) string {
-	if unit == "bytes" {
+	switch unit {
+	case "bytes":
 		return fmtBytes(v)
+	case "bytes/request":
+		return fmtBytes(v) + "/request"
 	}
 	return fmtNum(v) + " " + unit
 }

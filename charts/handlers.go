@@ -415,12 +415,41 @@ func points(tl *timeline, op string) pointsJSON {
 			p.RR[i] = num(d.RowsReadPerRequest)
 		}
 	}
+	if hasAlloc(tl.spans) {
+		p.AL, p.GCR = make([]num, n), make([]num, n)
+		for i, sp := range tl.spans {
+			p.AL[i], p.GCR[i] = num(allocKiB(sp)), num(optNaN(sp.Probes.GCPer1kRequests))
+		}
+	}
 	return p
+}
+
+// hasAlloc reports whether any span has a Go target's allocation or GC
+// readings.
+func hasAlloc(spans []store.Span) bool {
+	return slices.ContainsFunc(spans, func(sp store.Span) bool {
+		return sp.Probes.AllocBytesPerRequest != nil || sp.Probes.GCPer1kRequests != nil
+	})
+}
+
+// allocKiB is a span's KiB allocated per request, NaN without a reading.
+func allocKiB(sp store.Span) float64 {
+	if p := sp.Probes.AllocBytesPerRequest; p != nil {
+		return *p / 1024
+	}
+	return math.NaN()
+}
+
+func optNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 func windowTable(tl *timeline, q runQuery, base string) tableView {
 	n := len(tl.spans)
-	t := tableView{Pages: max(1, (n+tablePageSize-1)/tablePageSize), PageNum: max(q.TablePage, 1)}
+	t := tableView{Pages: max(1, (n+tablePageSize-1)/tablePageSize), PageNum: max(q.TablePage, 1), Alloc: hasAlloc(tl.spans)}
 	t.PageNum = min(t.PageNum, t.Pages)
 	// Newest first: page 1 ends at the last span.
 	hi := n - (t.PageNum-1)*tablePageSize
@@ -429,7 +458,8 @@ func windowTable(tl *timeline, q runQuery, base string) tableView {
 		sp := tl.spans[i]
 		row := tableRow{At: fmtElapsed(tl.x0[i]), Requests: sp.Requests, RPS: sp.RPS, Dropped: sp.Dropped, Gap: sp.Gap, Incarnation: sp.LastIncarnation,
 			P50: sp.LatencyMs.P50, P90: sp.LatencyMs.P90, P95: sp.LatencyMs.P95, P99: sp.LatencyMs.P99, P999: sp.LatencyMs.P999, Max: sp.LatencyMs.Max, Few: sp.Requests < FewSamples,
-			CPU: deref(sp.Probes.CPUMicrosPerRequest), RSS: mib(sp.Probes.RSSBytes), Heap: mib(sp.Probes.HeapBytes), ForcedGC: sp.Probes.HeapForcedGC, RowsRead: math.NaN()}
+			CPU: deref(sp.Probes.CPUMicrosPerRequest), RSS: mib(sp.Probes.RSSBytes), Heap: mib(sp.Probes.HeapBytes), ForcedGC: sp.Probes.HeapForcedGC, RowsRead: math.NaN(),
+			AllocKiB: allocKiB(sp), GCPer1k: optNaN(sp.Probes.GCPer1kRequests)}
 		if sp.Windows > 1 {
 			row.Windows = fmt.Sprintf("%d–%d", sp.Index, sp.LastIndex)
 			t.Merged = true
@@ -471,6 +501,23 @@ var csvHeader = []string{"incarnation", "index", "start", "end", "gap", "request
 	"dropped", "rps", "vus", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
 	"cpu_us_per_request", "rss_bytes", "heap_bytes", "heap_forced_gc", "rows_read_per_request"}
 
+// csvOptional are columns written after csvHeader only when some window
+// has a reading of them, so a run without them keeps the header above.
+var csvOptional = []struct {
+	name string
+	get  func(p window.Probes) *float64
+}{
+	{"alloc_bytes_per_request", func(p window.Probes) *float64 { return p.AllocBytesPerRequest }},
+	{"gc_per_1k_requests", func(p window.Probes) *float64 { return p.GCPer1kRequests }},
+	{"gc_cpu_share", func(p window.Probes) *float64 { return p.GCCPUShare }},
+	{"xact_per_request", func(p window.Probes) *float64 {
+		if p.Database == nil {
+			return nil
+		}
+		return p.Database.XactPerRequest
+	}},
+}
+
 func (s *Server) windowsCSV(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	spans, err := allWindows(r.Context(), s.opts.Store, id, false)
@@ -485,7 +532,17 @@ func (s *Server) windowsCSV(w http.ResponseWriter, r *http.Request) error {
 // writeWindowsCSV writes one row per window of spans (full resolution).
 func writeWindowsCSV(w io.Writer, spans []store.Span) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write(csvHeader)
+	var optional []int // indexes in csvOptional
+	for k, c := range csvOptional {
+		if slices.ContainsFunc(spans, func(sp store.Span) bool { return c.get(sp.Window.Probes) != nil }) {
+			optional = append(optional, k)
+		}
+	}
+	head := slices.Clone(csvHeader)
+	for _, k := range optional {
+		head = append(head, csvOptional[k].name)
+	}
+	_ = cw.Write(head)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	opt := func(p *float64) string {
 		if p == nil {
@@ -514,6 +571,9 @@ func writeWindowsCSV(w io.Writer, spans []store.Span) error {
 		}
 		row = append(row, i64(ww.Dropped), f(ww.RPS), strconv.Itoa(ww.VUs), f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.P999), f(l.Max),
 			opt(ww.Probes.CPUMicrosPerRequest), opti(ww.Probes.RSSBytes), opti(ww.Probes.HeapBytes), strconv.FormatBool(ww.Probes.HeapForcedGC), rr)
+		for _, k := range optional {
+			row = append(row, opt(csvOptional[k].get(ww.Probes)))
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

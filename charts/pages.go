@@ -421,7 +421,10 @@ func findingViews(fs []analysis.Finding) []findingView {
 
 // tableView is one page of the window table, newest first.
 type tableView struct {
-	Rows       []tableRow
+	Rows []tableRow
+	// Alloc is set when the run has a Go target's allocation readings: the
+	// table then has their columns.
+	Alloc      bool
 	PageNum    int
 	Pages      int
 	Prev, Next string
@@ -438,6 +441,7 @@ type tableRow struct {
 	Max                      float64
 	Few                      bool
 	CPU, RSS, Heap, RowsRead float64
+	AllocKiB, GCPer1k        float64 // per request, per 1,000 requests; NaN: no reading
 	ForcedGC, Gap            bool
 	Incarnation              int
 }
@@ -481,4 +485,8 @@ type pointsJSON struct {
 	Heap []num   `json:"heap"`
 	GC   []int   `json:"gc"`
 	RR   []num   `json:"rr"`
+	// AL and GCR are a Go target's KiB allocated per request and GC cycles
+	// per 1,000 requests; absent when the run has none.
+	AL  []num `json:"al,omitempty"`
+	GCR []num `json:"gcr,omitempty"`
 }

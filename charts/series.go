@@ -198,6 +198,15 @@ func chartSet(tl *timeline, fs []analysis.Finding, op string) []chartSpec {
 	cpu.Empty = "no CPU readings (process probe off or failing)"
 	out = append(out, cpu)
 
+	// A Go target's allocations: drawn only for a run that has them, so
+	// other runs' pages keep their charts.
+	if hasAlloc(tl.spans) {
+		alloc := base("alloc", "Allocations per request", "KiB/request")
+		alloc.Series = []lineSeries{{Name: "allocated KiB/request", Color: cBrown, X: tl.x, Y: tl.column(allocKiB)}}
+		alloc.Empty = "no allocation readings (a Go target's metrics page, probes.heap.metric)"
+		out = append(out, alloc)
+	}
+
 	mem := base("memory", "Memory", "MiB")
 	mem.Series = []lineSeries{
 		{Name: "RSS", Color: cTeal, X: tl.x, Y: tl.column(func(sp store.Span) float64 { return mib(sp.Probes.RSSBytes) })},

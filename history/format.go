@@ -72,6 +72,8 @@ type RunJSON struct {
 	HeapSlopeBytesPerHour *float64                  `json:"heap_slope_bytes_per_hour"`
 	RSSBytes              *float64                  `json:"rss_bytes,omitempty"`
 	RowsReadPerRequest    *float64                  `json:"rows_read_per_request,omitempty"`
+	AllocBytesPerRequest  *float64                  `json:"alloc_bytes_per_request,omitempty"`
+	GCPer1kRequests       *float64                  `json:"gc_per_1k_requests,omitempty"`
 	Findings              map[analysis.Severity]int `json:"findings"`
 }
 
@@ -119,6 +121,7 @@ func (h History) ToJSON() JSON {
 			RPS: v(analysis.MetricRPS), CPUMicrosPerRequest: v(analysis.MetricCPUMicrosPerReq),
 			HeapEndBytes: v(analysis.MetricHeapEndBytes), HeapSlopeBytesPerHour: r.HeapSlopeBytesPerHour,
 			RSSBytes: v(analysis.MetricRSSBytes), RowsReadPerRequest: v(analysis.MetricRowsReadPerRequest),
+			AllocBytesPerRequest: v(analysis.MetricAllocBytesPerReq), GCPer1kRequests: v(analysis.MetricGCPer1kRequests),
 			Findings: findings,
 		})
 	}
@@ -298,7 +301,7 @@ func byteCell(vs map[string]float64, m string) string {
 }
 
 func value(m string, v float64) string {
-	if strings.HasSuffix(m, "_bytes") {
+	if strings.HasSuffix(m, "_bytes") || m == analysis.MetricAllocBytesPerReq {
 		return bytes(v)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)

@@ -54,6 +54,7 @@ var Metrics = []string{
 	analysis.MetricP50Ms, analysis.MetricP95Ms, analysis.MetricP99Ms, analysis.MetricRPS,
 	analysis.MetricCPUMicrosPerReq, analysis.MetricHeapEndBytes, analysis.MetricHeapBytes,
 	analysis.MetricRSSBytes, analysis.MetricRowsReadPerRequest,
+	analysis.MetricAllocBytesPerReq, analysis.MetricGCPer1kRequests,
 }
 
 // CompareMetrics are the metrics a compare schedule's history has for each
@@ -61,6 +62,7 @@ var Metrics = []string{
 var CompareMetrics = []string{
 	analysis.MetricP50Ms, analysis.MetricP95Ms, analysis.MetricP99Ms, analysis.MetricRPS,
 	analysis.MetricCPUMicrosPerReq, analysis.MetricHeapBytes, analysis.MetricRSSBytes, analysis.MetricRowsReadPerRequest,
+	analysis.MetricAllocBytesPerReq, analysis.MetricGCPer1kRequests,
 }
 
 // CompareDefaultMetrics are the ratios a compare schedule's history

@@ -20,8 +20,9 @@ import (
 var night0 = time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 
 // seed stores n nightly runs of schedule "nightly" with 6 windows each: 2 %
-// noise, CPU per request 100 µs until run step, 130 µs from it; run failed
-// (0-based) fails after two windows with an odd CPU figure.
+// noise, CPU per request 100 µs until run step, 130 µs from it (and bytes
+// allocated per request 2,000 then 2,600); run failed (0-based) fails after
+// two windows with an odd CPU figure.
 func seed(t *testing.T, n, step, failed int) store.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -39,9 +40,9 @@ func seed(t *testing.T, n, step, failed int) store.Store {
 			CreatedAt: start, StartedAt: start, EndedAt: start.Add(time.Minute),
 		}
 		windows := 6
-		cpu := 100.0
+		cpu, alloc := 100.0, 2000.0
 		if i >= step {
-			cpu = 130
+			cpu, alloc = 130, 2600
 		}
 		if i == failed {
 			run.Status, run.Reason, windows, cpu = store.Failed, "target stopped answering", 2, 500
@@ -60,11 +61,12 @@ func seed(t *testing.T, n, step, failed int) store.Store {
 			}
 			c := cpu * (1 + 0.02*r.NormFloat64())
 			heap := int64(10<<20 + k*1024)
+			allocated := int64(200 * alloc * (1 + 0.02*r.NormFloat64()))
 			w := window.Window{
 				RunID: run.ID, Incarnation: 1, Index: k, Start: start.Add(time.Duration(k) * 10 * time.Second),
 				End: start.Add(time.Duration(k+1) * 10 * time.Second), Requests: 200, OK: 200, RPS: 20,
 				LatencyMs: window.LatencyOf(h), Histogram: enc,
-				Probes: window.Probes{CPUMicrosPerRequest: &c, HeapBytes: &heap, HeapForcedGC: true},
+				Probes: window.Probes{CPUMicrosPerRequest: &c, HeapBytes: &heap, HeapForcedGC: true, AllocBytes: &allocated},
 			}
 			if err := st.PutWindow(ctx, w); err != nil {
 				t.Fatal(err)
@@ -171,5 +173,36 @@ func TestBuildLastAndMetrics(t *testing.T) {
 	h, err = history.Build(context.Background(), st, "nobody", history.Options{})
 	if err != nil || len(h.Runs) != 0 {
 		t.Errorf("history of a schedule without runs: %d runs, %v", len(h.Runs), err)
+	}
+}
+
+// TestBuildAllocSeries: bytes allocated per request is a history metric
+// (not searched by default): asked for, its step is found, and the JSON rows
+// carry it.
+func TestBuildAllocSeries(t *testing.T) {
+	st := seed(t, 13, 7, -1)
+	h, err := history.Build(context.Background(), st, "nightly", history.Options{Metrics: []string{analysis.MetricAllocBytesPerReq}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := h.Runs[0].Values[analysis.MetricAllocBytesPerReq]; v < 1900 || v > 2100 {
+		t.Errorf("run-00 alloc_bytes_per_request = %v, want ≈ 2000", v)
+	}
+	if len(h.ChangePoints) != 1 || h.ChangePoints[0].Metric != analysis.MetricAllocBytesPerReq || h.ChangePoints[0].RunID != "run-07" {
+		t.Fatalf("change points = %+v, want one on alloc_bytes_per_request at run-07", h.ChangePoints)
+	}
+	var out bytes.Buffer
+	if err := history.WriteJSON(&out, h); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"alloc_bytes_per_request":`) {
+		t.Errorf("JSON rows lack alloc_bytes_per_request: %s", out.String())
+	}
+	out.Reset()
+	if err := history.WriteText(&out, h); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "alloc_bytes_per_request regression +") || !strings.Contains(out.String(), "KiB → 2.") {
+		t.Errorf("text:\n%s", out.String())
 	}
 }

@@ -51,13 +51,16 @@ type ExportOptions struct {
 //   - FormatCSV: a header, then one row per window: time (its start, RFC
 //     3339 UTC), end, index, incarnation, gap, requests, ok, errors by
 //     class, dropped, rps, p50_ms … max_ms, vus, the probe readings (empty
-//     when there is none) and one custom:NAME column per custom series.
+//     when there is none), the optional probe columns some window has a
+//     reading of (csvOptional: a Go target's allocations and GC, database
+//     transactions) and one custom:NAME column per custom series.
 //   - FormatJSON: the windows as NDJSON, exactly as `longhaul drive
 //     --format json` prints them (report.WindowJSON).
 //   - FormatBenchstat: the Go benchmark format, one line per window after
 //     warm-up that has requests (gaps and empty windows carry no sample),
 //     named BenchmarkSoak/op=OP, with units p50-ms … max-ms, req/s,
-//     errors/req and, when measured, cpu-µs/req, rss-B, heap-B, rows/req.
+//     errors/req and, when measured, cpu-µs/req, rss-B, heap-B, rows/req,
+//     alloc-B/req, gc/1k-req.
 //     Two runs' exports are compared with `benchstat a.txt b.txt`.
 //
 // With Op, the window's requests, errors, rates and latencies are the op's
@@ -105,7 +108,40 @@ var csvHeader = []string{
 	"cpu_seconds", "cpu_us_per_request", "rss_bytes", "heap_bytes", "rows_read_per_request",
 }
 
+// csvOptional are probe columns written only when some window has a
+// reading of them, after the fixed ones: the export of a run without them
+// keeps the fixed header.
+var csvOptional = []struct {
+	name string
+	cell func(p window.Probes) string
+}{
+	{"alloc_bytes", func(p window.Probes) string { return optI(p.AllocBytes) }},
+	{"alloc_bytes_per_request", func(p window.Probes) string { return optF(p.AllocBytesPerRequest) }},
+	{"gc_cycles", func(p window.Probes) string { return optI(p.GCCycles) }},
+	{"gc_per_1k_requests", func(p window.Probes) string { return optF(p.GCPer1kRequests) }},
+	{"gc_cpu_seconds", func(p window.Probes) string { return optF(p.GCCPUSeconds) }},
+	{"gc_cpu_share", func(p window.Probes) string { return optF(p.GCCPUShare) }},
+	{"transactions", func(p window.Probes) string {
+		if p.Database == nil {
+			return ""
+		}
+		return optI(p.Database.Transactions)
+	}},
+	{"xact_per_request", func(p window.Probes) string {
+		if p.Database == nil {
+			return ""
+		}
+		return optF(p.Database.XactPerRequest)
+	}},
+}
+
 func writeCSV(out io.Writer, ws []window.Window) error {
+	var optional []int // indexes in csvOptional
+	for i, c := range csvOptional {
+		if slices.ContainsFunc(ws, func(w window.Window) bool { return c.cell(w.Probes) != "" }) {
+			optional = append(optional, i)
+		}
+	}
 	var custom []string
 	for _, w := range ws {
 		for k := range w.Custom {
@@ -117,6 +153,9 @@ func writeCSV(out io.Writer, ws []window.Window) error {
 	slices.Sort(custom)
 	cw := csv.NewWriter(out)
 	head := slices.Clone(csvHeader)
+	for _, i := range optional {
+		head = append(head, csvOptional[i].name)
+	}
 	for _, c := range custom {
 		head = append(head, "custom:"+c)
 	}
@@ -141,6 +180,9 @@ func writeCSV(out io.Writer, ws []window.Window) error {
 		)
 		if p.Database != nil {
 			row[len(row)-1] = fl(p.Database.RowsReadPerRequest)
+		}
+		for _, i := range optional {
+			row = append(row, csvOptional[i].cell(p))
 		}
 		for _, c := range custom {
 			if v, ok := w.Custom[c]; ok {
@@ -183,6 +225,9 @@ type Sample struct {
 	LatencyMs                         window.Latency
 	CPUMicrosPerRequest, RowsReadPerR *float64
 	RSSBytes, HeapBytes               *int64
+	// AllocBytesPerRequest and GCPer1kRequests are a Go target's (nil when
+	// not measured).
+	AllocBytesPerRequest, GCPer1kRequests *float64
 }
 
 // samplesOf turns the windows after warm-up that have requests into samples.
@@ -206,7 +251,8 @@ func samplesOf(ws []window.Window, warmup time.Duration) []Sample {
 		}
 		s := Sample{Requests: w.Requests, RPS: w.RPS, LatencyMs: w.LatencyMs,
 			ErrorRate:           float64(w.Errors.Total()) / float64(w.Requests),
-			CPUMicrosPerRequest: w.Probes.CPUMicrosPerRequest, RSSBytes: w.Probes.RSSBytes, HeapBytes: w.Probes.HeapBytes}
+			CPUMicrosPerRequest: w.Probes.CPUMicrosPerRequest, RSSBytes: w.Probes.RSSBytes, HeapBytes: w.Probes.HeapBytes,
+			AllocBytesPerRequest: w.Probes.AllocBytesPerRequest, GCPer1kRequests: w.Probes.GCPer1kRequests}
 		if d := w.Probes.Database; d != nil {
 			v := d.RowsReadPerRequest
 			s.RowsReadPerR = &v
@@ -254,6 +300,14 @@ func WriteBenchstat(out io.Writer, name string, samples []Sample) error {
 func writeBenchstat(out io.Writer, name string, samples []Sample) error {
 	b := bufio.NewWriter(out)
 	b.WriteString(unitLines)
+	// The units of the Go runtime's figures only when a sample has them, so
+	// other runs' exports keep their lines.
+	if slices.ContainsFunc(samples, func(s Sample) bool { return s.AllocBytesPerRequest != nil }) {
+		b.WriteString("Unit alloc-B/req better=lower\n")
+	}
+	if slices.ContainsFunc(samples, func(s Sample) bool { return s.GCPer1kRequests != nil }) {
+		b.WriteString("Unit gc/1k-req better=lower\n")
+	}
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, s := range samples {
 		l := s.LatencyMs
@@ -271,6 +325,12 @@ func writeBenchstat(out io.Writer, name string, samples []Sample) error {
 		if s.RowsReadPerR != nil {
 			fmt.Fprintf(b, " %s rows/req", g(*s.RowsReadPerR))
 		}
+		if s.AllocBytesPerRequest != nil {
+			fmt.Fprintf(b, " %s alloc-B/req", g(*s.AllocBytesPerRequest))
+		}
+		if s.GCPer1kRequests != nil {
+			fmt.Fprintf(b, " %s gc/1k-req", g(*s.GCPer1kRequests))
+		}
 		b.WriteByte('\n')
 	}
 	if err := b.Flush(); err != nil {
@@ -280,8 +340,9 @@ func writeBenchstat(out io.Writer, name string, samples []Sample) error {
 }
 
 // RoundSample is one comparison round as a benchmark sample: its windows
-// after warm-up merged (percentiles from the merged histograms), CPU per
-// request as a total over requests, RSS and heap at their highest.
+// after warm-up merged (percentiles from the merged histograms), CPU,
+// bytes allocated and GC cycles per request as totals over requests, RSS
+// and heap at their highest.
 func RoundSample(ws []window.Window, warmup time.Duration, op string) (Sample, bool, error) {
 	kept := sorted(ws)
 	if op != "" {
@@ -313,13 +374,21 @@ func RoundSample(ws []window.Window, warmup time.Duration, op string) (Sample, b
 		return Sample{}, false, nil
 	}
 	s := Sample{Requests: sum.Requests, RPS: sum.RPS, LatencyMs: sum.LatencyMs, ErrorRate: float64(sum.Errors.Total()) / float64(sum.Requests)}
-	var cpu float64
-	var cpuN int64
+	var cpu, alloc, gcs float64
+	var cpuN, allocN, gcN int64
 	for _, w := range filtered {
 		p := w.Probes
 		if p.CPUMicrosPerRequest != nil && w.Requests > 0 {
 			cpu += *p.CPUMicrosPerRequest * float64(w.Requests)
 			cpuN += w.Requests
+		}
+		if p.AllocBytesPerRequest != nil && w.Requests > 0 {
+			alloc += *p.AllocBytesPerRequest * float64(w.Requests)
+			allocN += w.Requests
+		}
+		if p.GCPer1kRequests != nil && w.Requests > 0 {
+			gcs += *p.GCPer1kRequests * float64(w.Requests)
+			gcN += w.Requests
 		}
 		if p.RSSBytes != nil && (s.RSSBytes == nil || *p.RSSBytes > *s.RSSBytes) {
 			v := *p.RSSBytes
@@ -333,6 +402,14 @@ func RoundSample(ws []window.Window, warmup time.Duration, op string) (Sample, b
 	if cpuN > 0 {
 		v := cpu / float64(cpuN)
 		s.CPUMicrosPerRequest = &v
+	}
+	if allocN > 0 {
+		v := alloc / float64(allocN)
+		s.AllocBytesPerRequest = &v
+	}
+	if gcN > 0 {
+		v := gcs / float64(gcN)
+		s.GCPer1kRequests = &v
 	}
 	return s, true, nil
 }

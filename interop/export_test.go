@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,7 +132,11 @@ func TestBenchstatAcceptsExport(t *testing.T) {
 	run := func(scale float64) []window.Window {
 		var ws []window.Window
 		for i := range 9 { // a warm-up window and 8 samples
-			ws = append(ws, mkWindow(i, 300+i*7, 2+float64(i%3)/10, scale, i > 0))
+			w := mkWindow(i, 300+i*7, 2+float64(i%3)/10, scale, i > 0)
+			if i > 0 {
+				withAlloc(&w, 4000*scale*(1+float64(i%3)/50), 20*scale)
+			}
+			ws = append(ws, w)
 		}
 		return ws
 	}
@@ -148,7 +153,7 @@ func TestBenchstatAcceptsExport(t *testing.T) {
 	}
 	text := string(out)
 	t.Logf("benchstat a.txt b.txt:\n%s", text)
-	for _, want := range []string{"p50-ms", "p99-ms", "req/s", "cpu-µs/req", "Soak/op=all", "+100.00%"} {
+	for _, want := range []string{"p50-ms", "p99-ms", "req/s", "cpu-µs/req", "alloc-B/req", "gc/1k-req", "Soak/op=all", "+100.00%"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("benchstat output lacks %q", want)
 		}
@@ -157,6 +162,54 @@ func TestBenchstatAcceptsExport(t *testing.T) {
 		if strings.Contains(strings.ToLower(text), bad) {
 			t.Errorf("benchstat complained (%q)", bad)
 		}
+	}
+}
+
+// withAlloc adds a Go target's allocation and GC readings to w, and a
+// PostgreSQL transaction count.
+func withAlloc(w *window.Window, perRequest, gcPer1k float64) {
+	alloc, gcs := int64(perRequest*float64(w.Requests)), int64(gcPer1k*float64(w.Requests)/1000)
+	gcCPU, share := 0.01, 0.02
+	w.Probes.AllocBytes, w.Probes.AllocBytesPerRequest = &alloc, &perRequest
+	w.Probes.GCCycles, w.Probes.GCPer1kRequests = &gcs, &gcPer1k
+	w.Probes.GCCPUSeconds, w.Probes.GCCPUShare = &gcCPU, &share
+	if w.Probes.Database != nil {
+		x, per := w.Requests, 1.0
+		w.Probes.Database.Transactions, w.Probes.Database.XactPerRequest = &x, &per
+	}
+}
+
+// TestExportAllocColumns: a run with the Go runtime's readings and
+// transactions gets their CSV columns (empty where a window has none) and
+// benchstat units; the fixed columns stay where they were.
+func TestExportAllocColumns(t *testing.T) {
+	ws := exportWindows(t, 1)
+	for i := range ws {
+		if ws[i].Probes.CPUSeconds != nil {
+			withAlloc(&ws[i], 4096, 12.5)
+		}
+	}
+	rows, err := csv.NewReader(bytes.NewReader(export(t, ws, FormatCSV, ExportOptions{}))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := rows[0]
+	if got := strings.Join(head[len(csvHeader):], ","); got != "alloc_bytes,alloc_bytes_per_request,gc_cycles,gc_per_1k_requests,gc_cpu_seconds,gc_cpu_share,transactions,xact_per_request,custom:iterations" {
+		t.Errorf("columns after the fixed ones: %s", got)
+	}
+	col := func(name string) int { return slices.Index(head, name) }
+	if rows[1][col("alloc_bytes_per_request")] != "" || rows[2][col("alloc_bytes_per_request")] != "4096" || rows[2][col("gc_per_1k_requests")] != "12.5" || rows[2][col("xact_per_request")] != "1" {
+		t.Errorf("rows: %v / %v", rows[1], rows[2])
+	}
+	bench := string(export(t, ws, FormatBenchstat, ExportOptions{Warmup: 10 * time.Second}))
+	for _, want := range []string{"Unit alloc-B/req better=lower\n", "Unit gc/1k-req better=lower\n", " 4096 alloc-B/req 12.5 gc/1k-req\n"} {
+		if !strings.Contains(bench, want) {
+			t.Errorf("benchstat export lacks %q:\n%s", want, bench)
+		}
+	}
+	s, ok, err := RoundSample(ws, 10*time.Second, "")
+	if err != nil || !ok || s.AllocBytesPerRequest == nil || *s.AllocBytesPerRequest != 4096 || *s.GCPer1kRequests != 12.5 {
+		t.Errorf("RoundSample = %+v, %v, %v; want 4096 B and 12.5 GC cycles per request", s, ok, err)
 	}
 }
 

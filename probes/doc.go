@@ -26,7 +26,11 @@
 //     windows (GCHookClient, default POST /debug/gc every 5 windows); a
 //     Node.js inspector (InspectorClient: HeapProfiler.collectGarbage then
 //     Runtime.getHeapUsage). A forced-GC reading, when a window has one,
-//     wins over the passive metric and sets HeapForcedGC.
+//     wins over the passive metric and sets HeapForcedGC. The metric's page
+//     of a Go target also gives, per window, its GC pauses and the deltas of
+//     its cumulative runtime counters (GoCounters: bytes allocated, GC
+//     cycles, GC CPU → per request); a Node.js target has no cumulative
+//     allocation counter in its inspector, so it has none of those.
 //   - database: pg_stat_user_tables and pg_stat_database (PGStatsReader,
 //     DatabaseDelta).
 //

@@ -35,7 +35,9 @@ func newHTTPClient(dial DialFunc) *http.Client {
 }
 
 // MetricScraper reads one gauge from a target's Prometheus-format metrics
-// page. It reuses its read buffer, so it is not safe for concurrent use.
+// page, and with ReadRuntime, from the same fetch, a Go target's GC pauses
+// and cumulative runtime counters (GoCounters). It reuses its read buffer,
+// so it is not safe for concurrent use.
 type MetricScraper struct {
 	URL  string // the metrics page, e.g. http://127.0.0.1:8080/metrics
 	Name string // the metric, e.g. go_gc_heap_live_bytes
@@ -59,12 +61,30 @@ func (m *MetricScraper) Read(ctx context.Context) (int64, error) {
 // ReadPauses is Read that also returns the page's GC pause histogram
 // (GCPauseMetric), nil when the page has none.
 func (m *MetricScraper) ReadPauses(ctx context.Context) (int64, []Bucket, error) {
+	r, err := m.ReadRuntime(ctx)
+	return r.Heap, r.Pauses, err
+}
+
+// MetricReading is everything one scrape of a metrics page gives: the heap
+// metric, and from a Go target's page its GC pause histogram and cumulative
+// runtime counters.
+type MetricReading struct {
+	Heap   int64
+	Pauses []Bucket // GCPauseMetric's buckets; nil when the page has none
+	Go     GoCounters
+}
+
+// ReadRuntime fetches the page once and returns the metric's value (as Read
+// does), the GC pause histogram (as ReadPauses does) and the Go runtime
+// counters (ParseGoCounters). Only the metric is required: a page without
+// the others is not an error.
+func (m *MetricScraper) ReadRuntime(ctx context.Context) (MetricReading, error) {
 	n, err := m.read(ctx)
 	if err != nil {
-		return 0, nil, err
+		return MetricReading{}, err
 	}
 	b, _ := ParseHistogram(m.buf.Bytes(), GCPauseMetric)
-	return n, b, nil
+	return MetricReading{Heap: n, Pauses: b, Go: ParseGoCounters(m.buf.Bytes())}, nil
 }
 
 func (m *MetricScraper) read(ctx context.Context) (int64, error) {

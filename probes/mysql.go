@@ -29,7 +29,12 @@ import (
 //     docker providers start the server with it);
 //   - the server's statement and commit counters (SHOW GLOBAL STATUS:
 //     Questions less the probe's own statements, Handler_commit) and
-//     Handler_read_rnd_next, the rows full scans stepped through.
+//     Handler_read_rnd_next, the rows full scans stepped through. There is
+//     no transaction count: Com_commit and Com_rollback count only explicit
+//     COMMIT and ROLLBACK statements, not autocommit transactions, and
+//     Handler_commit counts storage-engine commits (several per
+//     transaction with the binary log on), so PGStats.HasTransactions stays
+//     false rather than holding a number that means something else.
 //
 // It is safe for concurrent use (calls are serialised) and reconnects after
 // a lost connection, as PGStatsReader does.

@@ -23,7 +23,12 @@ type PGStats struct {
 	// Statements the clients sent, less the probe's own (MySQL: Questions);
 	// 0 where not counted.
 	Statements int64
-	Tables     map[uint32]PGTable
+	// Transactions committed or rolled back, less the probe's own
+	// (pg_stat_database.xact_commit + xact_rollback); HasTransactions is
+	// false where not counted (MySQL: see MySQLStatsReader).
+	Transactions    int64
+	HasTransactions bool
+	Tables          map[uint32]PGTable
 }
 
 // PGTable is one pg_stat_user_tables row. Name is relname, qualified with
@@ -42,13 +47,20 @@ type PGTable struct {
 // for concurrent use (calls are serialised).
 //
 // Its own queries count in pg_stat_database (one transaction and the
-// catalog rows it reads, per reading) but not in pg_stat_user_tables.
+// catalog rows it reads, per reading) but not in pg_stat_user_tables. It
+// takes its own transactions out of PGStats.Transactions: a reading sees
+// those of the readings before it. A backend publishes its statistics when
+// it goes idle, at most once a second (else ten seconds later, or with its
+// next transaction), so one of them can land a window late: right after
+// the connection opens, or with windows under a second. The total over a
+// run is exact.
 type PGStatsReader struct {
 	dsn string
 
 	mu       sync.Mutex
 	conn     *pgx.Conn
-	connects int // connections opened, for tests
+	connects int   // connections opened, for tests
+	xacts    int64 // transactions this reader ran (each reading is one, committed or not)
 }
 
 // NewPGStatsReader returns a reader for the database at dsn (a PostgreSQL
@@ -63,7 +75,7 @@ func NewPGStatsReader(dsn string) (*PGStatsReader, error) {
 const (
 	pgTablesQuery = `SELECT relid::int8, schemaname::text, relname::text, n_live_tup, seq_scan, seq_tup_read,
 	coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables`
-	pgDatabaseQuery = `SELECT tup_returned, xact_commit FROM pg_stat_database WHERE datname = current_database()`
+	pgDatabaseQuery = `SELECT tup_returned, xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()`
 )
 
 // Read takes one reading, in one round trip. pg_stat_clear_snapshot() comes
@@ -82,6 +94,10 @@ func (r *PGStatsReader) Read(ctx context.Context) (PGStats, error) {
 				return PGStats{}, fmt.Errorf("database probe: parse dsn: %w", err)
 			}
 			cfg.RuntimeParams["application_name"] = ApplicationName
+			// One simple-protocol query string per reading: one implicit
+			// transaction, and no statement preparation (which is a
+			// transaction of its own on a new connection) to count.
+			cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 			conn, err := pgx.ConnectConfig(ctx, cfg)
 			if err != nil {
 				return PGStats{}, fmt.Errorf("database probe: connect: %w", err)
@@ -114,6 +130,11 @@ func (r *PGStatsReader) read(ctx context.Context) (PGStats, error) {
 	b.Queue(pgDatabaseQuery)
 	br := r.conn.SendBatch(ctx, &b)
 	defer br.Close()
+	own := r.xacts // the transactions before this one: this one is not counted yet
+	// The batch is one implicit transaction, counted (committed or rolled
+	// back) once it reached the server; a batch that never did makes the
+	// count one too high, which only moves one transaction between windows.
+	r.xacts++
 	if _, err := br.Exec(); err != nil {
 		return PGStats{}, fmt.Errorf("pg_stat_clear_snapshot: %w", err)
 	}
@@ -139,9 +160,11 @@ func (r *PGStatsReader) read(ctx context.Context) (PGStats, error) {
 	if err := rows.Err(); err != nil {
 		return PGStats{}, fmt.Errorf("read pg_stat_user_tables: %w", err)
 	}
-	if err := br.QueryRow().Scan(&st.TuplesReturned, &st.Commits); err != nil {
+	var rollbacks int64
+	if err := br.QueryRow().Scan(&st.TuplesReturned, &st.Commits, &rollbacks); err != nil {
 		return PGStats{}, fmt.Errorf("read pg_stat_database: %w", err)
 	}
+	st.Transactions, st.HasTransactions = st.Commits+rollbacks-own, true
 	return st, nil
 }
 
@@ -165,8 +188,9 @@ const MaxTables = 50
 // DatabaseDelta turns two readings into one window's figures: counter
 // deltas (a counter that went down was reset, so its delta is its new
 // value), live rows at cur, and rows read per request, where rows read are
-// seq_tup_read + idx_tup_fetch. With requests ≤ 0 the per-request figures
-// are 0. Tables are sorted by name.
+// seq_tup_read + idx_tup_fetch, and transactions per request where both
+// readings count transactions. With requests ≤ 0 the per-request figures
+// are 0 (nil for transactions). Tables are sorted by name.
 func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
 	d := &window.Database{
 		TuplesReturned: counterDelta(prev.TuplesReturned, cur.TuplesReturned),
@@ -191,6 +215,20 @@ func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
 			t.RowsReadPerRequest = float64(read) / float64(requests)
 		}
 		d.Tables = append(d.Tables, t)
+	}
+	if prev.HasTransactions && cur.HasTransactions {
+		x := cur.Transactions - prev.Transactions
+		if cur.Commits < prev.Commits { // the statistics were reset
+			x = cur.Transactions
+		}
+		// Below zero only when the probe's previous transaction is not
+		// published yet: it will count in the next window.
+		x = max(x, 0)
+		d.Transactions = &x
+		if requests > 0 {
+			v := float64(x) / float64(requests)
+			d.XactPerRequest = &v
+		}
 	}
 	if requests > 0 {
 		d.RowsReadPerRequest = float64(rowsRead) / float64(requests)

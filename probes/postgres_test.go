@@ -48,6 +48,40 @@ func TestDatabaseDelta(t *testing.T) {
 	}
 }
 
+// TestDatabaseDeltaTransactions: transactions per request from two
+// PostgreSQL readings (already net of the probe's own); a reading one short
+// (the probe's last transaction not published yet) gives 0, not a reset;
+// MySQL readings have none.
+func TestDatabaseDeltaTransactions(t *testing.T) {
+	pg := func(commits, xacts int64) PGStats {
+		return PGStats{Commits: commits, Transactions: xacts, HasTransactions: true}
+	}
+	tests := []struct {
+		name      string
+		prev, cur PGStats
+		requests  int64
+		want      any // *int64 deref'd, or nil
+		per       any
+	}{
+		{"window", pg(100, 95), pg(400, 394), 100, int64(299), 2.99},
+		{"no requests", pg(100, 95), pg(110, 104), 0, int64(9), nil},
+		{"the probe's transaction late", pg(100, 95), pg(100, 94), 10, int64(0), 0.0},
+		{"statistics reset", pg(400, 394), pg(12, 10), 5, int64(10), 2.0},
+		{"mysql", PGStats{Commits: 5}, PGStats{Commits: 9}, 10, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := DatabaseDelta(tt.prev, tt.cur, tt.requests)
+			if got := deref(d.Transactions); got != tt.want {
+				t.Errorf("transactions %v, want %v", got, tt.want)
+			}
+			if got := deref(d.XactPerRequest); got != tt.per {
+				t.Errorf("per request %v, want %v", got, tt.per)
+			}
+		})
+	}
+}
+
 func TestDatabaseDeltaMaxTables(t *testing.T) {
 	cur := PGStats{Tables: map[uint32]PGTable{}}
 	for i := range MaxTables + 20 {
@@ -125,6 +159,7 @@ func TestDatabase(t *testing.T) {
 	t.Run("deltas", func(t *testing.T) { testSampleDatabase(t, pgtest.NewDatabase(t, cluster)) })
 	t.Run("connection dropped", func(t *testing.T) { testSampleDatabaseConnectionDropped(t, pgtest.NewDatabase(t, cluster)) })
 	t.Run("delay", func(t *testing.T) { testSampleDatabaseDelay(t, pgtest.NewDatabase(t, cluster)) })
+	t.Run("transactions", func(t *testing.T) { testSampleDatabaseTransactions(t, pgtest.NewDatabase(t, cluster)) })
 }
 
 func testSampleDatabase(t *testing.T, dsn string) {
@@ -268,5 +303,43 @@ func testSampleDatabaseDelay(t *testing.T, dsn string) {
 	}
 	if d := time.Since(end); d < delay {
 		t.Errorf("the reading came %v after the window's end, want at least %v", d, delay)
+	}
+}
+
+// testSampleDatabaseTransactions: every request of the load is one
+// transaction (plus the one that publishes its statistics); the probe's own
+// readings are not counted. A backend publishes its statistics at most once
+// a second, so on a new connection the probe's first transactions are
+// published a reading or two late: one window can be one short and a later
+// one over; the total is exact.
+func testSampleDatabaseTransactions(t *testing.T, dsn string) {
+	load := newPGLoad(t, dsn, 100, 10)
+	load.requests(1) // the load's statements are prepared: no transactions of their own later
+	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	var total, want int64
+	for i, n := range []int{10, 0, 10, 5} {
+		time.Sleep(1100 * time.Millisecond)
+		load.requests(n)
+		w := &window.Window{Index: i, End: time.Now(), Requests: int64(2*n + 1)}
+		s.Sample(context.Background(), w)
+		d := w.Probes.Database
+		if d == nil || d.Transactions == nil || d.XactPerRequest == nil {
+			t.Fatalf("window %d: no transactions: %+v (problems %v)", i, d, s.Problems())
+		}
+		got, wantHere := *d.Transactions, int64(2*n+1)
+		total += got
+		want += wantHere
+		t.Logf("window %d: %d transactions, %.3f per request", i, got, *d.XactPerRequest)
+		if got < wantHere-1 || got > wantHere+1 {
+			t.Errorf("window %d: %d transactions, want %d ± 1 (the load's, not the probe's)", i, got, wantHere)
+		}
+	}
+	if total != want {
+		t.Errorf("%d transactions in all, want %d", total, want)
 	}
 }

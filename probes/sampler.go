@@ -135,6 +135,8 @@ type Sampler struct {
 	pgSeq   int
 	gcPrev  []Bucket // GC pause histogram of the metric's reading gcSeq
 	gcSeq   int
+	goPrev  GoCounters // Go runtime counters of the metric's reading goSeq
+	goSeq   int
 	closed  bool
 	wg      sync.WaitGroup // readings still running
 }
@@ -164,6 +166,7 @@ type reading struct {
 	node   *window.NodeMemory
 	loop   *window.Pauses // event-loop delay (Node.js)
 	gc     []Bucket       // GC pause histogram (Go metrics page)
+	goc    GoCounters     // Go runtime counters (Go metrics page)
 	err    error
 }
 
@@ -191,6 +194,7 @@ func New(cfg Config) (*Sampler, error) {
 		cpuSeq:        -1,
 		pgSeq:         -1,
 		gcSeq:         -1,
+		goSeq:         -1,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -407,6 +411,9 @@ func (s *Sampler) Start(ctx context.Context) {
 			if r.gc != nil {
 				s.gcPrev, s.gcSeq = r.gc, s.seq
 			}
+			if r.goc.Any() {
+				s.goPrev, s.goSeq = r.goc, s.seq
+			}
 		}
 	}
 }
@@ -416,8 +423,10 @@ func (s *Sampler) Start(ctx context.Context) {
 // answer within the Sample's budget (min(MaxSampleTime, window/4)) leaves
 // its fields nil and is logged as described on Config.Logger. Probes run
 // concurrently; a probe whose previous reading is still running is skipped.
-// Deltas (CPU, database) are only given when the previous window was read
-// too, so a reading never spans more than one window. The readings use ctx:
+// Deltas (CPU, database, a Go target's allocation and GC counters) are only
+// given when the previous window was read too, so a reading never spans more
+// than one window; a Go counter that went down (the target restarted) gives
+// none either. The readings use ctx:
 // for the last window of a run that is being stopped, pass a context that
 // is not cancelled yet (context.WithoutCancel).
 func (s *Sampler) Sample(ctx context.Context, w *window.Window) {
@@ -531,6 +540,14 @@ collect:
 			} else {
 				s.gcSeq = -1
 			}
+			if r.goc.Any() && s.goSeq == seq-1 {
+				GoCountersDelta(&w.Probes, s.goPrev, r.goc, w.Requests)
+			}
+			if r.goc.Any() {
+				s.goPrev, s.goSeq = r.goc, seq
+			} else {
+				s.goSeq = -1
+			}
 		case ProbeGCHook, ProbeInspector:
 			if forced == nil {
 				forced = &r.heap
@@ -546,6 +563,7 @@ collect:
 	case heap != nil:
 		w.Probes.HeapBytes = heap
 	}
+	GCCPUShare(&w.Probes)
 }
 
 // invalidate drops a probe's baseline, so the next delta is not taken
@@ -557,7 +575,7 @@ func (s *Sampler) invalidate(src *source) {
 	case ProbeDatabase:
 		s.pgSeq = -1
 	case ProbeMetric:
-		s.gcSeq = -1
+		s.gcSeq, s.goSeq = -1, -1
 	}
 }
 
@@ -655,8 +673,8 @@ func (s *Sampler) readProcess(ctx context.Context, _ *window.Window, _ time.Time
 }
 
 func (s *Sampler) readMetric(ctx context.Context, _ *window.Window, _ time.Time) reading {
-	n, gc, err := s.metric.ReadPauses(ctx)
-	return reading{heap: n, gc: gc, err: err}
+	m, err := s.metric.ReadRuntime(ctx)
+	return reading{heap: m.Heap, gc: m.Pauses, goc: m.Go, err: err}
 }
 
 func (s *Sampler) readGCHook(ctx context.Context, _ *window.Window, _ time.Time) reading {

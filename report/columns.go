@@ -19,6 +19,10 @@ type Columns uint16
 const (
 	// ColCPU is the target's CPU µs per request.
 	ColCPU Columns = 1 << iota
+	// ColAlloc is a Go target's bytes allocated per request, as "68.4k".
+	ColAlloc
+	// ColGCRate is a Go target's GC cycles per 1,000 requests.
+	ColGCRate
 	// ColRSS is the target's resident memory, MiB (the process probe's, else
 	// a Node.js target's own process.memoryUsage().rss).
 	ColRSS
@@ -33,6 +37,8 @@ const (
 	ColGC
 	// ColRowsRead is PostgreSQL rows read per request (all user tables).
 	ColRowsRead
+	// ColXact is PostgreSQL transactions per request.
+	ColXact
 	// ColTable is the rows of the fastest-growing table (PostgreSQL live
 	// rows or SQLite rows), as "items 25.1k" ("~" marks an estimate).
 	ColTable
@@ -48,6 +54,18 @@ type columnDef struct {
 var columnDefs = []columnDef{
 	{ColCPU, "cpu µs", 6, func(w window.Window, _ string) string {
 		if p := w.Probes.CPUMicrosPerRequest; p != nil {
+			return compact(*p)
+		}
+		return ""
+	}},
+	{ColAlloc, "alloc/req", 9, func(w window.Window, _ string) string {
+		if p := w.Probes.AllocBytesPerRequest; p != nil {
+			return count(int64(math.Round(*p)))
+		}
+		return ""
+	}},
+	{ColGCRate, "gc/1k req", 9, func(w window.Window, _ string) string {
+		if p := w.Probes.GCPer1kRequests; p != nil {
 			return compact(*p)
 		}
 		return ""
@@ -93,6 +111,12 @@ var columnDefs = []columnDef{
 		}
 		return ""
 	}},
+	{ColXact, "xact/req", 8, func(w window.Window, _ string) string {
+		if db := w.Probes.Database; db != nil && db.XactPerRequest != nil {
+			return compact(*db.XactPerRequest)
+		}
+		return ""
+	}},
 	{ColTable, "table rows", 13, func(w window.Window, table string) string {
 		if table == "" {
 			return ""
@@ -106,6 +130,35 @@ var columnDefs = []columnDef{
 		}
 		return ""
 	}},
+}
+
+// maxProbeWidth is what a window line leaves its probe columns, so the line
+// stays within 125 characters.
+const maxProbeWidth = 125 - len(probeWindowHeader)
+
+// optionalColumns are shown only as long as the line stays within
+// maxProbeWidth, the first the most wanted: bytes allocated per request is
+// the noise-robust figure a comparison decides on; GC cycles follow from
+// it; transactions per request rarely move. The other columns are always
+// shown.
+var optionalColumns = []Columns{ColAlloc, ColGCRate, ColXact}
+
+// fit returns c less the optional columns that would make the line too
+// wide, the least wanted left out first.
+func fit(c Columns) Columns {
+	width := func(c Columns) int {
+		n := 0
+		for _, d := range columnDefs {
+			if c&d.col != 0 {
+				n += 1 + d.width
+			}
+		}
+		return n
+	}
+	for i := len(optionalColumns) - 1; i >= 0 && width(c) > maxProbeWidth; i-- {
+		c &^= optionalColumns[i]
+	}
+	return c
 }
 
 // ColumnsOf returns the probe columns with a reading in any of ws.
@@ -126,6 +179,12 @@ func columnsOf(w window.Window) Columns {
 	if p.CPUMicrosPerRequest != nil {
 		c |= ColCPU
 	}
+	if p.AllocBytesPerRequest != nil {
+		c |= ColAlloc
+	}
+	if p.GCPer1kRequests != nil {
+		c |= ColGCRate
+	}
 	if _, ok := rssBytes(p); ok {
 		c |= ColRSS
 	}
@@ -143,6 +202,9 @@ func columnsOf(w window.Window) Columns {
 	}
 	if p.Database != nil {
 		c |= ColRowsRead
+		if p.Database.XactPerRequest != nil {
+			c |= ColXact
+		}
 	}
 	if len(tableRows(p)) > 0 {
 		c |= ColTable
@@ -248,6 +310,17 @@ func probeHeader(c Columns) string {
 		}
 	}
 	return b.String()
+}
+
+// columnNames lists the headers of the columns in c: "alloc/req, gc/1k req".
+func columnNames(c Columns) string {
+	var names []string
+	for _, d := range columnDefs {
+		if c&d.col != 0 {
+			names = append(names, d.header)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // probeCells returns w's cells of the columns in c; a column without a

@@ -72,6 +72,28 @@ func sqliteProbes(i int, p *window.Probes) {
 	}}
 }
 
+// A Go target without a database whose metrics page gives the allocation
+// counters (from window 1 on: the first window has no previous reading).
+func goAllocProbes(i int, p *window.Probes) {
+	p.CPUMicrosPerRequest = ptr(180.0)
+	p.RSSBytes = ptr(int64(40 << 20))
+	p.HeapBytes = ptr(int64(10 << 20))
+	p.GCPause = &window.Pauses{P50Ms: 0.08, P99Ms: 0.4, MaxMs: 0.9, Count: 12}
+	if i >= 1 {
+		p.AllocBytesPerRequest = ptr(2593.4 + float64(i)*16_000)
+		p.GCPer1kRequests = ptr(0.5 + float64(i)*4)
+	}
+}
+
+// goPostgresAllocProbes is goPostgresProbes with the allocation counters
+// and transactions: the line has no room left for them.
+func goPostgresAllocProbes(i int, p *window.Probes) {
+	goPostgresProbes(i, p)
+	p.AllocBytesPerRequest = ptr(68_443.0)
+	p.GCPer1kRequests = ptr(20.0)
+	p.Database.XactPerRequest = ptr(1.0)
+}
+
 func TestProbeColumnsGolden(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -80,6 +102,8 @@ func TestProbeColumnsGolden(t *testing.T) {
 		{"go-postgres", goPostgresProbes},
 		{"node", nodeProbes},
 		{"sqlite", sqliteProbes},
+		{"go-alloc", goAllocProbes},
+		{"go-postgres-alloc", goPostgresAllocProbes},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := probedWindows(t, tt.fill)
@@ -137,6 +161,9 @@ func TestColumnsOf(t *testing.T) {
 	want := ColCPU | ColRSS | ColHeap | ColGC | ColRowsRead | ColTable
 	if got := ColumnsOf(ws); got != want {
 		t.Errorf("ColumnsOf = %b, want %b", got, want)
+	}
+	if got, want := ColumnsOf(probedWindows(t, goPostgresAllocProbes)), want|ColAlloc|ColGCRate|ColXact; got != want {
+		t.Errorf("ColumnsOf with allocation and transactions = %b, want %b", got, want)
 	}
 	if got := ColumnsOf(fixedWindows(t)); got != 0 {
 		t.Errorf("ColumnsOf windows without probes = %b, want 0", got)

@@ -25,7 +25,9 @@
 // Text window lines carry probe columns when the windows have probe
 // readings (CPU µs per request, RSS, post-GC heap with forced-GC checkpoints
 // marked, off-heap memory, event-loop delay or GC pause p99, rows read per
-// request, rows of the fastest-growing table): see Columns.
+// request, rows of the fastest-growing table; as far as the line has room, a
+// Go target's bytes allocated and GC cycles per request and transactions per
+// request): see Columns.
 //
 // Every writer is deterministic for given input (sorted op names, UTC
 // times), which the golden files in testdata pin down.

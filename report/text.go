@@ -35,15 +35,19 @@ type TextOptions struct {
 // latency columns: CPU µs per request, RSS, post-GC heap ("*" marks a
 // forced-GC checkpoint), a Node.js target's off-heap memory and event-loop
 // delay p99, a Go target's GC pause p99, PostgreSQL rows read per request
-// and the rows of the fastest-growing table. Only columns with a reading
-// are shown; to keep such a line within about 120 columns the latency part
-// is narrower and leaves out p95 (it is in the summary and the JSON).
+// and the rows of the fastest-growing table; then, as far as the line has
+// room, a Go target's bytes allocated and GC cycles per request and
+// PostgreSQL transactions per request (a legend names those left out).
+// Only columns with a reading are shown; to keep such a line within about
+// 120 columns the latency part is narrower and leaves out p95 (it is in the
+// summary and the JSON).
 type TextWriter struct {
 	out         *bufio.Writer
 	opts        TextOptions
 	header      bool
 	incarnation int
 	cols        Columns
+	wanted      Columns // the columns with a reading, cols and those left out for width
 	tables      tableGrowth
 	forced      bool // a forced-GC checkpoint was shown
 }
@@ -68,10 +72,13 @@ func (t *TextWriter) Window(w window.Window) error {
 			t.opts.Start = w.Start
 		}
 		if !t.header {
-			t.cols = t.opts.Columns
+			t.cols = fit(t.opts.Columns)
+			t.wanted = t.opts.Columns
 		}
-		grown := columnsOf(w) &^ t.cols
-		t.cols |= grown
+		t.wanted |= columnsOf(w)
+		cols := fit(t.cols | columnsOf(w))
+		grown := cols != t.cols
+		t.cols = cols
 		t.tables.add(w)
 		switch {
 		case !t.header:
@@ -84,10 +91,10 @@ func (t *TextWriter) Window(w window.Window) error {
 		case w.Incarnation != t.incarnation:
 			t.incarnation = w.Incarnation
 			fmt.Fprintf(t.out, "incarnation %d\n", w.Incarnation)
-			if grown != 0 {
+			if grown {
 				t.writeHeader()
 			}
-		case grown != 0:
+		case grown:
 			t.writeHeader()
 		}
 		table := t.opts.Table
@@ -107,6 +114,9 @@ func (t *TextWriter) Window(w window.Window) error {
 func (t *TextWriter) writeLegend() {
 	if t.forced {
 		fmt.Fprintln(t.out, "heap MiB marked * : post-GC heap at a forced-GC checkpoint")
+	}
+	if out := t.wanted &^ t.cols; out != 0 {
+		fmt.Fprintf(t.out, "left out for width: %s (in the JSON output)\n", columnNames(out))
 	}
 }
 

@@ -115,6 +115,8 @@ var ThresholdMetrics = []ThresholdMetric{
 	{Name: "error_rate", PerOp: true, Fraction: true, Meaning: "failed requests / requests"},
 	{Name: "dropped_rate", Fraction: true, Meaning: "dropped starts / (requests + dropped starts), open model"},
 	{Name: "cpu_us_per_request", Meaning: "target CPU time per request, µs"},
+	{Name: "alloc_bytes_per_request", Meaning: "bytes a Go target allocated per request (its metrics page)"},
+	{Name: "gc_per_1k_requests", Meaning: "GC cycles of a Go target per 1,000 requests (its metrics page)"},
 	{Name: "rss_bytes", Meaning: "target resident memory, bytes (the run: its highest reading)"},
 	{Name: "heap_bytes", Meaning: "target post-GC heap, bytes (the run: its highest reading)"},
 	{Name: "rows_read_per_request", Meaning: "database rows read per request"},

@@ -93,8 +93,8 @@ func TestThresholdErrors(t *testing.T) {
 		{"not a list", "name: x\nops: [{name: a, request: {path: /}}]\nthresholds: {metric: rps}\n", []string{
 			"3: want a list, got a mapping"}},
 		{"metric", head + "  - {max: 1}\n  - {metric: p98_ms, max: 1}\n", []string{
-			"4: threshold 1: metric is required (one of p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, rps, error_rate, dropped_rate, cpu_us_per_request, rss_bytes, heap_bytes, rows_read_per_request)",
-			`5: threshold 2: metric "p98_ms" is not one of p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, rps, error_rate, dropped_rate, cpu_us_per_request, rss_bytes, heap_bytes, rows_read_per_request`}},
+			"4: threshold 1: metric is required (one of p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, rps, error_rate, dropped_rate, cpu_us_per_request, alloc_bytes_per_request, gc_per_1k_requests, rss_bytes, heap_bytes, rows_read_per_request)",
+			`5: threshold 2: metric "p98_ms" is not one of p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms, rps, error_rate, dropped_rate, cpu_us_per_request, alloc_bytes_per_request, gc_per_1k_requests, rss_bytes, heap_bytes, rows_read_per_request`}},
 		{"unknown key", head + "  - {metric: rps, min: 1, per: list}\n", []string{
 			`4: unknown key "per" in a threshold (known keys: metric, op, max, min, scope, windows, abort)`}},
 		{"op", head + "  - {metric: p99_ms, op: lst, max: 1}\n  - {metric: rss_bytes, op: list, max: 1}\n  - {metric: dropped_rate, op: get, max: 0.1}\n", []string{

@@ -122,6 +122,8 @@ func newWindow(t testing.TB, runID string, inc, idx int) window.Window {
 	putH, putLat := histogram(t, base*10)
 	cpu := 12.5
 	rss := int64(50 << 20)
+	alloc, allocPer, gcs, gcPer, gcCPU, gcShare := int64(8192), 2048.0, int64(1), 250.0, 0.002, 0.04
+	xact, xactPer := int64(6), 1.5
 	w := window.Window{
 		RunID: runID, Incarnation: inc, Index: idx,
 		Start: t0.Add(time.Duration(idx) * time.Second), End: t0.Add(time.Duration(idx+1) * time.Second),
@@ -132,7 +134,8 @@ func newWindow(t testing.TB, runID string, inc, idx int) window.Window {
 			"put": {Requests: 1, Errors: window.Errors{Status5xx: 1}, RPS: 1, LatencyMs: putLat, Histogram: putH},
 		},
 		Probes: window.Probes{CPUMicrosPerRequest: &cpu, RSSBytes: &rss,
-			Database: &window.Database{RowsReadPerRequest: 3.5, Tables: []window.Table{{Name: "items", LiveRows: 10}}}},
+			AllocBytes: &alloc, AllocBytesPerRequest: &allocPer, GCCycles: &gcs, GCPer1kRequests: &gcPer, GCCPUSeconds: &gcCPU, GCCPUShare: &gcShare,
+			Database: &window.Database{RowsReadPerRequest: 3.5, Transactions: &xact, XactPerRequest: &xactPer, Tables: []window.Table{{Name: "items", LiveRows: 10}}}},
 	}
 	return w
 }

@@ -264,7 +264,7 @@ func runValue(th scenarios.Threshold, kept []window.Window, s window.Summary) (f
 			return 0, "no requests"
 		}
 		return float64(s.Dropped) / float64(s.Requests+s.Dropped), ""
-	case "cpu_us_per_request", "rows_read_per_request":
+	case "cpu_us_per_request", "rows_read_per_request", "alloc_bytes_per_request", "gc_per_1k_requests":
 		// A total over requests, not a mean of the windows' ratios: a
 		// short last window weighs what its requests weigh.
 		var sum float64
@@ -299,6 +299,8 @@ func probeOf(metric string) string {
 	switch metric {
 	case "cpu_us_per_request", "rss_bytes":
 		return "process probe"
+	case "alloc_bytes_per_request", "gc_per_1k_requests":
+		return "Go runtime counter"
 	case "heap_bytes":
 		return "heap probe"
 	case "rows_read_per_request":
@@ -358,6 +360,16 @@ func windowValue(th scenarios.Threshold, w *window.Window) (float64, bool) {
 			return 0, false
 		}
 		return *p.CPUMicrosPerRequest, true
+	case "alloc_bytes_per_request":
+		if p.AllocBytesPerRequest == nil || w.Requests == 0 {
+			return 0, false
+		}
+		return *p.AllocBytesPerRequest, true
+	case "gc_per_1k_requests":
+		if p.GCPer1kRequests == nil || w.Requests == 0 {
+			return 0, false
+		}
+		return *p.GCPer1kRequests, true
 	case "rss_bytes":
 		if p.RSSBytes == nil {
 			return 0, false

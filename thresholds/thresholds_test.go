@@ -83,8 +83,10 @@ func TestRunScopeMetrics(t *testing.T) {
 	cpu := func(v float64) *float64 { return &v }
 	bytes := func(v int64) *int64 { return &v }
 	ws[1].Probes = window.Probes{CPUMicrosPerRequest: cpu(100), RSSBytes: bytes(50e6), HeapBytes: bytes(10e6),
+		AllocBytesPerRequest: cpu(1000), GCPer1kRequests: cpu(2),
 		Database: &window.Database{RowsReadPerRequest: 2}}
 	ws[2].Probes = window.Probes{CPUMicrosPerRequest: cpu(300), RSSBytes: bytes(40e6),
+		AllocBytesPerRequest: cpu(5000), GCPer1kRequests: cpu(6),
 		Database: &window.Database{RowsReadPerRequest: 4}}
 	ths := parse(t, `  - {metric: p50_ms, max: 3}
   - {metric: p50_ms, op: list, max: 3}
@@ -97,6 +99,8 @@ func TestRunScopeMetrics(t *testing.T) {
   - {metric: rss_bytes, max: 45e6}
   - {metric: heap_bytes, max: 45e6}
   - {metric: rows_read_per_request, max: 3}
+  - {metric: alloc_bytes_per_request, max: 2500}
+  - {metric: gc_per_1k_requests, max: 5}
   - {metric: p99_ms, op: get, max: 3}
 `)
 	rs, err := Evaluate(ths, ws, time.Second)
@@ -111,11 +115,13 @@ func TestRunScopeMetrics(t *testing.T) {
 		"rps{op=list} min 1500: 1000 FAILED",
 		"error_rate max 0.01: 0.02000 FAILED", // 40 / 2,000
 		"error_rate{op=list} max 0.05: 0.02000 ok",
-		"dropped_rate max 0.01: 0.009901 ok",      // 20 / 2,020
-		"cpu_us_per_request max 150: 200 FAILED",  // (100×1000 + 300×1000) / 2000
-		"rss_bytes max 45000000: 50000000 FAILED", // the highest reading
-		"heap_bytes max 45000000: 10000000 ok",    // only window 1 read it
-		"rows_read_per_request max 3: 3 ok",       // (2×1000 + 4×1000) / 2000
+		"dropped_rate max 0.01: 0.009901 ok",            // 20 / 2,020
+		"cpu_us_per_request max 150: 200 FAILED",        // (100×1000 + 300×1000) / 2000
+		"rss_bytes max 45000000: 50000000 FAILED",       // the highest reading
+		"heap_bytes max 45000000: 10000000 ok",          // only window 1 read it
+		"rows_read_per_request max 3: 3 ok",             // (2×1000 + 4×1000) / 2000
+		"alloc_bytes_per_request max 2500: 3000 FAILED", // (1000×1000 + 5000×1000) / 2000
+		"gc_per_1k_requests max 5: 4 ok",
 		"p99_ms{op=get} max 3: no value (op get sent no requests) FAILED",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -125,7 +131,7 @@ func TestRunScopeMetrics(t *testing.T) {
 
 func TestRunScopeWithoutReadings(t *testing.T) {
 	ws := []window.Window{win(t, 0, 10, 1, 0)}
-	rs, err := Evaluate(parse(t, "  - {metric: cpu_us_per_request, max: 1}\n  - {metric: heap_bytes, max: 1}\n  - {metric: rows_read_per_request, max: 1}\n"), ws, 0)
+	rs, err := Evaluate(parse(t, "  - {metric: cpu_us_per_request, max: 1}\n  - {metric: heap_bytes, max: 1}\n  - {metric: rows_read_per_request, max: 1}\n  - {metric: alloc_bytes_per_request, max: 1}\n"), ws, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +139,7 @@ func TestRunScopeWithoutReadings(t *testing.T) {
 		"cpu_us_per_request max 1: no value (no process probe readings) FAILED",
 		"heap_bytes max 1: no value (no heap probe readings) FAILED",
 		"rows_read_per_request max 1: no value (no database probe readings) FAILED",
+		"alloc_bytes_per_request max 1: no value (no Go runtime counter readings) FAILED",
 	}
 	if got := brief(rs); !reflect.DeepEqual(got, want) {
 		t.Errorf("results\n got %q\nwant %q", got, want)
@@ -172,6 +179,8 @@ func TestWindowScope(t *testing.T) {
 			"p50_ms max 10 (any window): 2 in window 3 ok"},
 		{"no readings", "{metric: heap_bytes, max: 10, scope: window}", latencies(t, 1), 0,
 			"heap_bytes max 10 (any window): no value (no heap probe readings) FAILED"},
+		{"GC cycles", "{metric: gc_per_1k_requests, max: 10, scope: window, windows: 2}", gcRates(t, 5, 12, 8, 12, 15), 0,
+			"gc_per_1k_requests max 10 (2 windows in a row): 15 in window 5 FAILED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,6 +193,20 @@ func TestWindowScope(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gcRates are latencies(1 ms...) windows with these GC cycles per 1,000
+// requests; the first window has no reading (no previous scrape).
+func gcRates(t *testing.T, rates ...float64) []window.Window {
+	ms := make([]float64, len(rates)+1)
+	for i := range ms {
+		ms[i] = 1
+	}
+	ws := latencies(t, ms...)
+	for i, r := range rates {
+		ws[i+1].Probes.GCPer1kRequests = &r
+	}
+	return ws
 }
 
 // TestWindowScopeSkipsAndResets: gaps and windows without a reading are

@@ -15,9 +15,10 @@ import (
 // summed durations of the windows with measurements. Gauges read at window
 // close take the last reading: VUs, Target, RSS, a table's live rows; the heap
 // takes the last forced-GC checkpoint when there is one (it is the leak
-// evidence), else the last reading. InFlight is the largest. CPU seconds and
-// database deltas are summed and the per-request figures recomputed from the
-// sums over the windows that had the reading. A result made only of gap
+// evidence), else the last reading. InFlight is the largest. CPU seconds,
+// bytes allocated, GC cycles and CPU, and database deltas are summed and the
+// per-request figures (and the GC's CPU share) recomputed from the sums over
+// the windows that had the reading. A result made only of gap
 // windows is a gap. ws must be non-empty.
 func Combine(ws []Window) (Window, error) {
 	if len(ws) == 0 {
@@ -29,6 +30,9 @@ func Combine(ws []Window) (Window, error) {
 	var (
 		busySecs               float64
 		cpu                    probeSum
+		alloc, gcs, xact       countSum
+		gcCPU, gcShare         probeSum // gcShare: the GC's CPU over the process's, where both were read
+		gcShareCPU             float64
 		db                     *Database
 		dbRequests             int64
 		dbRead                 float64
@@ -84,6 +88,19 @@ func Combine(ws []Window) (Window, error) {
 		if p.CPUSeconds != nil {
 			cpu.add(*p.CPUSeconds, w.Requests)
 		}
+		if p.AllocBytes != nil {
+			alloc.add(*p.AllocBytes, w.Requests)
+		}
+		if p.GCCycles != nil {
+			gcs.add(*p.GCCycles, w.Requests)
+		}
+		if p.GCCPUSeconds != nil {
+			gcCPU.add(*p.GCCPUSeconds, w.Requests)
+			if p.CPUSeconds != nil {
+				gcShare.add(*p.GCCPUSeconds, 0)
+				gcShareCPU += *p.CPUSeconds
+			}
+		}
 		if p.RSSBytes != nil {
 			out.Probes.RSSBytes = ptr(*p.RSSBytes)
 		}
@@ -99,6 +116,9 @@ func Combine(ws []Window) (Window, error) {
 			}
 			db.TuplesReturned += d.TuplesReturned
 			db.Commits += d.Commits
+			if d.Transactions != nil {
+				xact.add(*d.Transactions, w.Requests)
+			}
 			dbRequests += w.Requests
 			dbRead += d.RowsReadPerRequest * float64(w.Requests)
 			for _, t := range d.Tables {
@@ -152,6 +172,20 @@ func Combine(ws []Window) (Window, error) {
 			out.Probes.CPUMicrosPerRequest = ptr(cpu.secs * 1e6 / float64(cpu.requests))
 		}
 	}
+	if alloc.n > 0 {
+		out.Probes.AllocBytes = ptr(alloc.sum)
+		out.Probes.AllocBytesPerRequest = alloc.per(1)
+	}
+	if gcs.n > 0 {
+		out.Probes.GCCycles = ptr(gcs.sum)
+		out.Probes.GCPer1kRequests = gcs.per(1000)
+	}
+	if gcCPU.n > 0 {
+		out.Probes.GCCPUSeconds = ptr(gcCPU.secs)
+	}
+	if gcShare.n > 0 && gcShareCPU > 0 {
+		out.Probes.GCCPUShare = ptr(gcShare.secs / gcShareCPU)
+	}
 	if forcedHeap != nil {
 		out.Probes.HeapBytes, out.Probes.HeapForcedGC = forcedHeap, true
 	} else {
@@ -160,6 +194,9 @@ func Combine(ws []Window) (Window, error) {
 	if db != nil {
 		if dbRequests > 0 {
 			db.RowsReadPerRequest = dbRead / float64(dbRequests)
+		}
+		if xact.n > 0 {
+			db.Transactions, db.XactPerRequest = ptr(xact.sum), xact.per(1)
 		}
 		for _, ts := range tables {
 			t := ts.Table
@@ -195,6 +232,27 @@ func (s *probeSum) add(secs float64, requests int64) {
 	s.secs += secs
 	s.requests += requests
 	s.n++
+}
+
+// countSum sums a counter's deltas and the requests of the windows that had
+// them.
+type countSum struct {
+	sum, requests int64
+	n             int
+}
+
+func (s *countSum) add(v, requests int64) {
+	s.sum += v
+	s.requests += requests
+	s.n++
+}
+
+// per is the sum per request times scale; nil without requests.
+func (s *countSum) per(scale float64) *float64 {
+	if s.requests <= 0 {
+		return nil
+	}
+	return ptr(float64(s.sum) * scale / float64(s.requests))
 }
 
 type tableSum struct {

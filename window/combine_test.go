@@ -130,3 +130,65 @@ func TestCountsCodec(t *testing.T) {
 		t.Errorf("empty: %v %v", e, err)
 	}
 }
+
+// TestCombineAllocGC: bytes allocated, GC cycles and GC CPU are summed over
+// the windows that had them and the per-request figures recomputed from the
+// sums (not averaged); the GC's CPU share only counts windows where the
+// process CPU was read too; transactions likewise.
+func TestCombineAllocGC(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	n := func(v int64) *int64 { return &v }
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	ws := []Window{
+		{Index: 0, Start: t0, End: t0.Add(time.Second), Requests: 100, Probes: Probes{
+			CPUSeconds: f(2), AllocBytes: n(100_000), AllocBytesPerRequest: f(1000), GCCycles: n(1), GCPer1kRequests: f(10),
+			GCCPUSeconds: f(0.2), GCCPUShare: f(0.1),
+			Database: &Database{Transactions: n(300), XactPerRequest: f(3)}}},
+		{Index: 1, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second), Requests: 300, Probes: Probes{
+			AllocBytes: n(900_000), AllocBytesPerRequest: f(3000), GCCycles: n(3), GCPer1kRequests: f(10),
+			GCCPUSeconds: f(0.5), // no process CPU: not in the share
+			Database:     &Database{Transactions: n(300), XactPerRequest: f(1)}}},
+		{Index: 2, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Requests: 600, Probes: Probes{
+			CPUSeconds: f(2),          // no Go metrics page reading: not in the allocation sums
+			Database:   &Database{}}}, // MySQL-like: no transactions counted
+	}
+	got, err := Combine(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Probes
+	if p.AllocBytes == nil || *p.AllocBytes != 1_000_000 || p.AllocBytesPerRequest == nil || *p.AllocBytesPerRequest != 2500 {
+		t.Errorf("alloc %v bytes, %v per request; want 1e6 over 400 requests = 2500", deref(p.AllocBytes), deref(p.AllocBytesPerRequest))
+	}
+	if p.GCCycles == nil || *p.GCCycles != 4 || p.GCPer1kRequests == nil || *p.GCPer1kRequests != 10 {
+		t.Errorf("gc %v cycles, %v per 1k requests; want 4 and 10", deref(p.GCCycles), deref(p.GCPer1kRequests))
+	}
+	if p.GCCPUSeconds == nil || *p.GCCPUSeconds != 0.7 || p.GCCPUShare == nil || *p.GCCPUShare != 0.1 {
+		t.Errorf("gc cpu %v s, share %v; want 0.7 s and 0.2/2 = 0.1", deref(p.GCCPUSeconds), deref(p.GCCPUShare))
+	}
+	if d := p.Database; d == nil || d.Transactions == nil || *d.Transactions != 600 || d.XactPerRequest == nil || *d.XactPerRequest != 1.5 {
+		t.Errorf("database %+v, want 600 transactions, 1.5 per request", p.Database)
+	}
+
+	none, err := Combine(ws[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := none.Probes; q.AllocBytes != nil || q.AllocBytesPerRequest != nil || q.GCCycles != nil || q.GCCPUShare != nil || q.Database.Transactions != nil || q.Database.XactPerRequest != nil {
+		t.Errorf("windows without the readings combined into %+v %+v, want them unset", q, q.Database)
+	}
+	idle, err := Combine([]Window{{Index: 0, Start: t0, End: t0.Add(time.Second), Probes: Probes{AllocBytes: n(5000), GCCycles: n(0)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := idle.Probes; *q.AllocBytes != 5000 || q.AllocBytesPerRequest != nil || q.GCPer1kRequests != nil {
+		t.Errorf("an idle window: %+v, want bytes without per-request figures", q)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -249,6 +249,24 @@ type Probes struct {
 	// (GC hook or inspector) in this window rather than a passive metric.
 	HeapForcedGC bool `json:"heap_forced_gc,omitempty"`
 
+	// AllocBytes is the bytes a Go target allocated on its heap during the
+	// window and AllocBytesPerRequest that per request: the delta of the
+	// cumulative go_memstats_alloc_bytes_total on its metrics page, read with
+	// the heap metric. GCCycles is the GC cycles completed in the window
+	// (go_gc_duration_seconds_count) and GCPer1kRequests that per 1,000
+	// requests. GCCPUSeconds is the CPU time the Go runtime estimates its GC
+	// spent (go_gc_cpu_seconds_total: VictoriaMetrics/metrics exposes it,
+	// client_golang by default does not) and GCCPUShare that over the
+	// window's CPUSeconds. Nil when not measured: no Go metrics page, the
+	// previous window not read, or the target restarted in between (a
+	// counter went down). The per-request figures need requests.
+	AllocBytes           *int64   `json:"alloc_bytes,omitempty"`
+	AllocBytesPerRequest *float64 `json:"alloc_bytes_per_request,omitempty"`
+	GCCycles             *int64   `json:"gc_cycles,omitempty"`
+	GCPer1kRequests      *float64 `json:"gc_per_1k_requests,omitempty"`
+	GCCPUSeconds         *float64 `json:"gc_cpu_seconds,omitempty"`
+	GCCPUShare           *float64 `json:"gc_cpu_share,omitempty"`
+
 	Database *Database `json:"database,omitempty"`
 	// SQLite is the target's SQLite file: its size and the rows of each
 	// table at window close (probes.database.sqlite).
@@ -330,6 +348,13 @@ type Database struct {
 	// StatementsPerRequest that per driver request; 0 where not counted.
 	Statements           int64   `json:"statements,omitempty"`
 	StatementsPerRequest float64 `json:"statements_per_request,omitempty"`
+	// Transactions is the transactions the database committed or rolled
+	// back in the window (PostgreSQL: xact_commit + xact_rollback, less the
+	// probe's own) and XactPerRequest that per driver request. Nil where
+	// not counted (MySQL, MariaDB: their status counters have no count of
+	// autocommit transactions).
+	Transactions   *int64   `json:"transactions,omitempty"`
+	XactPerRequest *float64 `json:"xact_per_request,omitempty"`
 	// RowsReadPerRequest is the rows read (seq_tup_read + idx_tup_fetch over
 	// all user tables) per driver request in the window.
 	RowsReadPerRequest float64 `json:"rows_read_per_request"`

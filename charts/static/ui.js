@@ -78,6 +78,9 @@
       case "cpu":
         r.push(["CPU", fmt(p.cpu[k], "µs/req")]);
         break;
+      case "alloc":
+        r.push(["allocated", fmt(p.al[k], "KiB/req")], ["GC cycles", fmt(p.gcr[k], "per 1k req")]);
+        break;
       case "memory":
         r.push(["RSS", fmt(p.rss[k], "MiB")], ["post-GC heap", fmt(p.heap[k], "MiB") + (p.gc[k] ? " (forced GC)" : "")]);
         break;
