@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -38,4 +39,35 @@ func runWindows(t *testing.T, st store.Store, runID string) []window.Window {
 		t.Fatal(err)
 	}
 	return ws
+}
+
+// workerSoak is a soak of the local scenario for windows, followed from a
+// client of a `longhaul dev` without a worker of its own, driven by one
+// separate worker (the one a fault test stops).
+type workerSoak struct {
+	data, addr string
+	worker     *proc
+	run        *soakRun
+	st         store.Store
+	runID      string
+}
+
+// startWorkerSoak starts it and returns once the run is recorded.
+func startWorkerSoak(t *testing.T, windows int) *workerSoak {
+	t.Helper()
+	w := &workerSoak{data: t.TempDir()}
+	_, w.addr = startDev(t, w.data, "--worker=false")
+	w.worker = w.startWorker(t)
+	w.run = startSoakRun(t, localScenario(t, windows), "--temporal", w.addr, "--data", w.data, "--format", "json")
+	w.st = storeOf(t, w.data)
+	w.runID = onlyRun(t, w.st).ID
+	return w
+}
+
+// startWorker starts another worker of the same host.
+func (w *workerSoak) startWorker(t *testing.T) *proc {
+	t.Helper()
+	p := startProc(t, "worker", "--temporal", w.addr, "--data", w.data)
+	p.waitFor("worker on", time.Minute)
+	return p
 }

@@ -16,15 +16,9 @@ func TestWorkerSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak (~40 s)")
 	}
-	data := t.TempDir()
-	_, addr := startDev(t, data, "--worker=false")
-	w1 := startProc(t, "worker", "--temporal", addr, "--data", data)
-	w1.waitFor("worker on", time.Minute)
-
-	r := startSoakRun(t, localScenario(t, 16), "--temporal", addr, "--data", data, "--format", "json")
-	st := storeOf(t, data)
-	run := onlyRun(t, st)
-	before := waitWindow(t, st, run.ID, 5)
+	ws0 := startWorkerSoak(t, 16)
+	w1, r, st := ws0.worker, ws0.run, ws0.st
+	before := waitWindow(t, st, ws0.runID, 5)
 	termAt := time.Now()
 	_ = w1.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -36,10 +30,9 @@ func TestWorkerSIGTERM(t *testing.T) {
 	if code := w1.cmd.ProcessState.ExitCode(); code != exitOK {
 		t.Errorf("worker exit %d after SIGTERM, want 0:\n%s", code, w1.out.String())
 	}
-	w2 := startProc(t, "worker", "--temporal", addr, "--data", data)
-	w2.waitFor("worker on", time.Minute)
+	ws0.startWorker(t)
 
-	_, ws := r.completed(t, st, run.ID)
+	_, ws := r.completed(t, st, ws0.runID)
 	gaps := checkWindows(t, ws, 16)
 	partial := 0
 	for _, w := range ws {

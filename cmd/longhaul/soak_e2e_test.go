@@ -393,18 +393,12 @@ func TestSoakSurvivesWorkerKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak (~45 s)")
 	}
-	data := t.TempDir()
-	_, addr := startDev(t, data, "--worker=false")
-	w1 := startProc(t, "worker", "--temporal", addr, "--data", data)
-	w1.waitFor("worker on", time.Minute)
-
-	r := startSoakRun(t, localScenario(t, 20), "--temporal", addr, "--data", data, "--format", "json")
-	st := storeOf(t, data)
+	ws0 := startWorkerSoak(t, 20)
+	r, st := ws0.run, ws0.st
 	run := onlyRun(t, st)
 	before := waitWindow(t, st, run.ID, 6)
-	w1.kill9()
-	w2 := startProc(t, "worker", "--temporal", addr, "--data", data)
-	w2.waitFor("worker on", time.Minute)
+	ws0.worker.kill9()
+	ws0.startWorker(t)
 
 	run, ws := r.completed(t, st, run.ID)
 	gaps := checkWindows(t, ws, 20)
