@@ -18,7 +18,7 @@ import (
 )
 
 // TestShippedScenariosRun: every scenario shipped in scenarios/ runs as
-// shipped on this machine, for a few seconds: one with an environment under
+// shipped on this machine, for 5 seconds each: one with an environment under
 // longhaul run (on the provider it names), a target-less one — a load
 // description — under longhaul drive against the demo target. What this
 // host cannot serve (scenario validate says why) is skipped with that
@@ -50,24 +50,24 @@ func TestShippedScenariosRun(t *testing.T) {
 	}
 }
 
-// runShipped runs file as shipped for 4 s in 1 s windows.
+// runShipped runs file as shipped for 5 s in 1 s windows.
 func runShipped(t *testing.T, file string) {
 	data := t.TempDir()
-	code, rep, stderr := runReport(t, file, "--data", data, "--duration", "4s", "--window", "1s")
+	code, rep, stderr := runReport(t, file, "--data", data, "--duration", "5s", "--window", "1s")
 	if code != exitOK || rep.Status != store.Completed {
 		t.Fatalf("exit %d, status %s (%s), want 0 and completed; stderr:\n%s", code, rep.Status, rep.Reason, stderr)
 	}
-	if rep.Windows < 3 {
-		t.Errorf("%d windows, want 4", rep.Windows)
+	if rep.Windows+rep.Gaps != 5 {
+		t.Errorf("%d windows, want 5", rep.Windows)
 	}
 	checkRequested(t, data)
 }
 
-// driveShipped drives file for 3 s at the demo target on a free port.
+// driveShipped drives file for 5 s at the demo target on a free port.
 func driveShipped(t *testing.T, file string) {
 	url := startDemoTarget(t)
 	data := t.TempDir()
-	code, _, stderr := runCommand(t, "drive", "--scenario", file, "--target", url, "--duration", "3s", "--window", "1s", "--data", data, "--format", "json")
+	code, _, stderr := runCommand(t, "drive", "--scenario", file, "--target", url, "--duration", "5s", "--window", "1s", "--data", data, "--format", "json")
 	if code != exitOK {
 		t.Fatalf("drive: exit %d, want 0; stderr:\n%s", code, stderr)
 	}
