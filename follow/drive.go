@@ -77,7 +77,7 @@ func FollowDrive(ctx context.Context, t Terminal, st store.Store, d Drive) error
 	progressDone := make(chan struct{})
 	go func() { defer close(progressDone); progress.Run(progressCtx, 500*time.Millisecond) }()
 
-	sink := driveSink{t: t, st: st, ctx: storeCtx, out: out, stop: stopRun}
+	sink := driveSink{t: t, st: st, ctx: storeCtx, out: out, stop: stopRun, where: d.Where}
 	logger := slog.New(slog.NewTextHandler(t.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, runErr := driver.Run(runCtx, driver.Options{
 		Target: d.Target, Plan: d.Plan, Load: d.Load, RunID: run.ID, Metrics: d.Metrics, Logger: logger,
@@ -100,8 +100,12 @@ func FollowDrive(ctx context.Context, t Terminal, st store.Store, d Drive) error
 	case res.Stopped:
 		status, reason = store.Cancelled, "stopped before its duration"
 	}
-	if err := st.SetStatus(storeCtx, run.ID, status, reason, time.Now()); err != nil {
-		fmt.Fprintf(t.Stderr, "longhaul: %v\n", err)
+	// A store that cannot record the end (a full disk) leaves the run
+	// "running" there: say so, and fail, rather than report it completed.
+	statusErr := st.SetStatus(storeCtx, run.ID, status, reason, time.Now())
+	if statusErr != nil {
+		fmt.Fprintf(t.Stderr, "longhaul: the store %s could not record that run %s %s: %v; its %d windows stored before are kept, and it shows as running there\n",
+			d.Where, run.ID, status, statusErr, sink.stored)
 	}
 	fmt.Fprintf(t.Stderr, "run %s %s: %d windows stored in %s\n", run.ID, status, sink.stored, d.Where)
 
@@ -112,7 +116,7 @@ func FollowDrive(ctx context.Context, t Terminal, st store.Store, d Drive) error
 		return fmt.Errorf("drive: %w", runErr)
 	case sink.printErr != nil:
 		return fmt.Errorf("write output: %w", sink.printErr)
-	case status != store.Completed:
+	case status != store.Completed || statusErr != nil:
 		return Exit{ExitFailed}
 	}
 	return nil
@@ -120,11 +124,12 @@ func FollowDrive(ctx context.Context, t Terminal, st store.Store, d Drive) error
 
 // driveSink takes the driver's windows: it prints, totals and stores each.
 type driveSink struct {
-	t    Terminal
-	st   store.Store
-	ctx  context.Context
-	out  report.WindowWriter
-	stop func() // stops the run after a store failure
+	t     Terminal
+	st    store.Store
+	ctx   context.Context
+	out   report.WindowWriter
+	stop  func() // stops the run after a store failure
+	where string // the store, for messages
 
 	totals             report.Totals
 	stored             int
@@ -146,7 +151,7 @@ func (s *driveSink) window(w window.Window) error {
 	}
 	if err := s.st.PutWindow(s.ctx, w); err != nil {
 		s.storeErr = err
-		fmt.Fprintf(s.t.Stderr, "longhaul: %v; stopping the run\n", err)
+		fmt.Fprintf(s.t.Stderr, "longhaul: the store %s could not take window %d: %v; stopping the run (the windows still in flight are printed, not stored)\n", s.where, w.Index, err)
 		s.stop()
 		return nil
 	}

@@ -1,0 +1,100 @@
+package follow
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// fullStore is a store whose disk fills up: after room windows, every
+// write fails as SQLite's does.
+type fullStore struct {
+	*activitiestest.Store
+	room int
+}
+
+var errFull = errors.New("database or disk is full (13)")
+
+func (s *fullStore) PutWindow(ctx context.Context, w window.Window) error {
+	if s.room <= 0 {
+		return errFull
+	}
+	s.room--
+	return s.Store.PutWindow(ctx, w)
+}
+
+func (s *fullStore) SetStatus(ctx context.Context, id string, st store.Status, reason string, at time.Time) error {
+	if s.room <= 0 && st.Done() {
+		return errFull
+	}
+	return s.Store.SetStatus(ctx, id, st, reason, at)
+}
+
+func testDrive(t *testing.T, duration string) Drive {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "d.yaml")
+	body := "name: d\nload: {vus: 2, duration: " + duration + ", window: 200ms}\nops:\n  - {name: get, weight: 1, request: {path: /}}\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarios.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scenarios.Compile(s, scenarios.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL)
+	return Drive{Scenario: s, Source: []byte(body), Plan: plan, Load: s.Load, Target: u, Format: report.Text, Where: "/data/longhaul.db"}
+}
+
+// A store that fills up: the drive stops, says which store and what was
+// not written, keeps what was stored, and exits 1 — never "completed".
+func TestFollowDriveStoreFull(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		room int
+		want []string
+	}{
+		{"full mid-run", 2, []string{"longhaul: the store /data/longhaul.db could not take window 2: database or disk is full (13); stopping the run", ": 2 windows stored in /data/longhaul.db"}},
+		{"full at the end", 5, []string{"longhaul: the store /data/longhaul.db could not record that run ", " completed: database or disk is full (13); its 5 windows stored before are kept, and it shows as running there"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &fullStore{Store: &activitiestest.Store{}, room: tt.room}
+			term := newTerminal()
+			err := FollowDrive(context.Background(), term.Terminal, st, testDrive(t, "1s"))
+			if err != (Exit{ExitFailed}) {
+				t.Fatalf("FollowDrive = %v, want exit 1; stderr:\n%s", err, term.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(term.stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, term.stderr)
+				}
+			}
+			runs, _ := st.ListRuns(context.Background(), store.ListOptions{})
+			if len(runs) != 1 {
+				t.Fatalf("%d runs", len(runs))
+			}
+			ws, _ := st.Windows(context.Background(), runs[0].ID, store.AllWindows)
+			if len(ws) != min(tt.room, 5) {
+				t.Errorf("%d windows stored, want %d", len(ws), min(tt.room, 5))
+			}
+		})
+	}
+}
