@@ -73,7 +73,7 @@ func TestQuickStartInTmux(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^run [0-9a-f-]{36}: my-api, 6s in 2s windows \(store ` + regexp.QuoteMeta(home) + `/\.local/share/longhaul/longhaul\.db\)$`),
 		regexp.MustCompile(`(?m)^live charts: http://127\.0\.0\.1:\d+/runs/[0-9a-f-]{36}$`),
-		regexp.MustCompile(`(?m)^\s+win elapsed\s+req/s\s+p50 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+errors\s+dropped\s+heap MiB`),
+		regexp.MustCompile(`(?m)^\s+win elapsed\s+req/s\s+p50 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+errors\s+dropped\s+alloc/req\s+gc/1k req\s+heap MiB\s+gc p99$`),
 		regexp.MustCompile(`(?m)^\s+0 0:00:02\s+\d`),
 		regexp.MustCompile(`(?m)^\s+2 0:00:06`),
 		regexp.MustCompile(`(?m)^summary: 3 windows, `),
