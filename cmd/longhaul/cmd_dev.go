@@ -31,7 +31,7 @@ and a worker in this process until interrupted, and prints the address to give
 'longhaul run --temporal'. Runs in flight when it stops continue when it
 starts again on the same data directory.`,
 		Example: `  longhaul dev
-  longhaul run scenarios/hello.yaml --temporal 127.0.0.1:7233`,
+  longhaul run scenarios/demo.yaml --temporal 127.0.0.1:7233`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.dev(cmd.Context(), f)

@@ -53,7 +53,7 @@ report lists each with its value, then the gate: passed, or failed because a
 threshold failed or a finding was at least as severe as --fail-on.
 Exit code: 0 completed and the gate passed, 1 failed or cancelled, 2 bad
 input, 3 completed but the gate failed.`,
-		Example: `  longhaul run scenarios/hello.yaml --duration 2m --window 10s
+		Example: `  longhaul run scenarios/demo.yaml --duration 2m --window 10s
   longhaul run soak.yaml --temporal 127.0.0.1:7233 --detach
   longhaul run soak.yaml --fail-on warning    # exit 3 on a warning or critical finding`,
 		Args: oneFile("run"),
