@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,11 +20,13 @@ import (
 	"github.com/longhaul-dev/longhaul/window"
 )
 
-// fullStore is a store whose disk fills up: after room windows, every
-// write fails as SQLite's does.
+// fullStore is a store whose disk fills up: after room windows every
+// write fails as SQLite's does; with endFails, the write of the run's end
+// fails too (the last bytes went to the windows).
 type fullStore struct {
 	*activitiestest.Store
-	room int
+	room     int
+	endFails bool
 }
 
 var errFull = errors.New("database or disk is full (13)")
@@ -37,7 +40,7 @@ func (s *fullStore) PutWindow(ctx context.Context, w window.Window) error {
 }
 
 func (s *fullStore) SetStatus(ctx context.Context, id string, st store.Status, reason string, at time.Time) error {
-	if s.room <= 0 && st.Done() {
+	if (s.room <= 0 || s.endFails) && st.Done() {
 		return errFull
 	}
 	return s.Store.SetStatus(ctx, id, st, reason, at)
@@ -68,15 +71,16 @@ func testDrive(t *testing.T, duration string) Drive {
 // not written, keeps what was stored, and exits 1 — never "completed".
 func TestFollowDriveStoreFull(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		room int
-		want []string
+		name     string
+		room     int
+		endFails bool
+		want     []string
 	}{
-		{"full mid-run", 2, []string{"longhaul: the store /data/longhaul.db could not take window 2: database or disk is full (13); stopping the run", ": 2 windows stored in /data/longhaul.db"}},
-		{"full at the end", 5, []string{"longhaul: the store /data/longhaul.db could not record that run ", " completed: database or disk is full (13); its 5 windows stored before are kept, and it shows as running there"}},
+		{"full mid-run", 2, false, []string{"longhaul: the store /data/longhaul.db could not take window 2: database or disk is full (13); stopping the run", ": 2 windows stored in /data/longhaul.db"}},
+		{"full at the end", 100, true, []string{"longhaul: the store /data/longhaul.db could not record that run ", " completed: database or disk is full (13); its ", " windows stored before are kept, and it shows as running there"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &fullStore{Store: &activitiestest.Store{}, room: tt.room}
+			st := &fullStore{Store: &activitiestest.Store{}, room: tt.room, endFails: tt.endFails}
 			term := newTerminal()
 			err := FollowDrive(context.Background(), term.Terminal, st, testDrive(t, "1s"))
 			if err != (Exit{ExitFailed}) {
@@ -92,8 +96,8 @@ func TestFollowDriveStoreFull(t *testing.T) {
 				t.Fatalf("%d runs", len(runs))
 			}
 			ws, _ := st.Windows(context.Background(), runs[0].ID, store.AllWindows)
-			if len(ws) != min(tt.room, 5) {
-				t.Errorf("%d windows stored, want %d", len(ws), min(tt.room, 5))
+			if want := min(tt.room, len(ws)); len(ws) != want || len(ws) < 2 || !strings.Contains(term.stderr.String(), fmt.Sprintf(": %d windows stored in", len(ws))) {
+				t.Errorf("%d windows stored (room %d); stderr:\n%s", len(ws), tt.room, term.stderr)
 			}
 		})
 	}
