@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
@@ -26,20 +27,10 @@ type DriveRequest struct {
 	LookupEnv        func(string) (string, bool)
 }
 
-// Drive is a checked drive: its scenario compiled, its load with the flags
-// applied and a target that answers.
-type Drive struct {
-	Scenario *scenarios.Scenario
-	Source   []byte
-	Plan     *scenarios.Plan
-	Load     scenarios.Load
-	Target   *url.URL
-	Format   report.Format
-}
-
-// PlanDrive checks r, its scenario and its target.
-func PlanDrive(ctx context.Context, r DriveRequest) (Drive, error) {
-	var d Drive
+// PlanDrive checks r, its scenario and its target, and returns the drive
+// for follow.FollowDrive (its Metrics and Where are the caller's to set).
+func PlanDrive(ctx context.Context, r DriveRequest) (follow.Drive, error) {
+	var d follow.Drive
 	var err error
 	if d.Format, err = report.ParseFormat(r.Format); err != nil {
 		return d, fmt.Errorf("--format: %v", err)

@@ -89,10 +89,8 @@ func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool
 		return err
 	}
 	defer st.Close()
-	err = follow.FollowDrive(ctx, a.terminal(), st, follow.Drive{
-		Scenario: d.Scenario, Source: d.Source, Plan: d.Plan, Load: d.Load, Target: d.Target, Format: d.Format,
-		Metrics: live, Where: where,
-	})
+	d.Metrics, d.Where = live, where
+	err = follow.FollowDrive(ctx, a.terminal(), st, d)
 	if errors.Is(err, driver.ErrInvalid) {
 		return badInput{err}
 	}
