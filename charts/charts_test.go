@@ -431,3 +431,28 @@ func TestStandalonePage(t *testing.T) {
 		t.Error("WriteRunPage(missing run) succeeded")
 	}
 }
+
+// The window table has a probe's column only when the run has its
+// readings: a target longhaul did not start has no CPU, RSS or database
+// columns of dashes pushing the rest off the page.
+func TestWindowTableColumns(t *testing.T) {
+	heap, alloc := int64(1<<20), 4096.0
+	spans := []store.Span{{Window: window.Window{Probes: window.Probes{HeapBytes: &heap}}}, {Window: window.Window{Probes: window.Probes{AllocBytesPerRequest: &alloc}}}}
+	c := columnsOf(spans)
+	if c != (probeCols{Heap: true, Alloc: true}) || c.width() != 15 {
+		t.Errorf("columns %+v (width %d), want heap and the two allocation columns: 15", c, c.width())
+	}
+	if c := columnsOf(nil); c.width() != 12 {
+		t.Errorf("no readings: width %d, want 12", c.width())
+	}
+	u := newTestUI(t, Options{})
+	body := u.mustGet("/runs/run-1", "text/html")
+	for _, th := range []string{"CPU µs/req", "RSS MiB", "heap MiB", "rows read/req"} {
+		if !strings.Contains(body, `<th class="r">`+th+`</th>`) {
+			t.Errorf("run page with %s readings lacks its column", th)
+		}
+	}
+	if strings.Contains(body, "alloc KiB/req</th>") {
+		t.Error("run page without allocation readings has their column")
+	}
+}

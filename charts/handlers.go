@@ -415,21 +415,13 @@ func points(tl *timeline, op string) pointsJSON {
 			p.RR[i] = num(d.RowsReadPerRequest)
 		}
 	}
-	if hasAlloc(tl.spans) {
+	if columnsOf(tl.spans).Alloc {
 		p.AL, p.GCR = make([]num, n), make([]num, n)
 		for i, sp := range tl.spans {
 			p.AL[i], p.GCR[i] = num(allocKiB(sp)), num(optNaN(sp.Probes.GCPer1kRequests))
 		}
 	}
 	return p
-}
-
-// hasAlloc reports whether any span has a Go target's allocation or GC
-// readings.
-func hasAlloc(spans []store.Span) bool {
-	return slices.ContainsFunc(spans, func(sp store.Span) bool {
-		return sp.Probes.AllocBytesPerRequest != nil || sp.Probes.GCPer1kRequests != nil
-	})
 }
 
 // allocKiB is a span's KiB allocated per request, NaN without a reading.
@@ -449,7 +441,8 @@ func optNaN(p *float64) float64 {
 
 func windowTable(tl *timeline, q runQuery, base string) tableView {
 	n := len(tl.spans)
-	t := tableView{Pages: max(1, (n+tablePageSize-1)/tablePageSize), PageNum: max(q.TablePage, 1), Alloc: hasAlloc(tl.spans)}
+	t := tableView{Pages: max(1, (n+tablePageSize-1)/tablePageSize), PageNum: max(q.TablePage, 1), Cols: columnsOf(tl.spans)}
+	t.GapSpan = t.Cols.width() - 2
 	t.PageNum = min(t.PageNum, t.Pages)
 	// Newest first: page 1 ends at the last span.
 	hi := n - (t.PageNum-1)*tablePageSize

@@ -422,9 +422,14 @@ func findingViews(fs []analysis.Finding) []findingView {
 // tableView is one page of the window table, newest first.
 type tableView struct {
 	Rows []tableRow
-	// Alloc is set when the run has a Go target's allocation readings: the
-	// table then has their columns.
-	Alloc      bool
+	// Cols says which probe columns the table has: each only when some
+	// window of the run has its readings (a run of a target longhaul did
+	// not start has no CPU or RSS; only a Go target has allocations), so
+	// a column of dashes never pushes the rest off the page.
+	Cols probeCols
+	// GapSpan is how many columns a lost window's note spans (all but
+	// window and at).
+	GapSpan    int
 	PageNum    int
 	Pages      int
 	Prev, Next string
@@ -444,6 +449,34 @@ type tableRow struct {
 	AllocKiB, GCPer1k        float64 // per request, per 1,000 requests; NaN: no reading
 	ForcedGC, Gap            bool
 	Incarnation              int
+}
+
+// probeCols are the window table's optional columns.
+type probeCols struct{ CPU, RSS, Heap, RowsRead, Alloc bool }
+
+// columnsOf says which probe readings the spans have.
+func columnsOf(spans []store.Span) probeCols {
+	var c probeCols
+	for _, sp := range spans {
+		p := sp.Probes
+		c.CPU = c.CPU || p.CPUMicrosPerRequest != nil
+		c.RSS = c.RSS || p.RSSBytes != nil
+		c.Heap = c.Heap || p.HeapBytes != nil
+		c.RowsRead = c.RowsRead || p.Database != nil
+		c.Alloc = c.Alloc || p.AllocBytesPerRequest != nil || p.GCPer1kRequests != nil
+	}
+	return c
+}
+
+// width is the table's column count with these probe columns.
+func (c probeCols) width() int {
+	n := 12 // window, at, requests, req/s, errors, dropped, six latencies
+	for _, on := range []bool{c.CPU, c.RSS, c.Heap, c.RowsRead, c.Alloc, c.Alloc} {
+		if on {
+			n++
+		}
+	}
+	return n
 }
 
 // tablePageSize is the number of rows per page of the window table.

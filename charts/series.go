@@ -200,7 +200,7 @@ func chartSet(tl *timeline, fs []analysis.Finding, op string) []chartSpec {
 
 	// A Go target's allocations: drawn only for a run that has them, so
 	// other runs' pages keep their charts.
-	if hasAlloc(tl.spans) {
+	if columnsOf(tl.spans).Alloc {
 		alloc := base("alloc", "Allocations per request", "KiB/request")
 		alloc.Series = []lineSeries{{Name: "allocated KiB/request", Color: cBrown, X: tl.x, Y: tl.column(allocKiB)}}
 		alloc.Empty = "no allocation readings (a Go target's metrics page, probes.heap.metric)"
