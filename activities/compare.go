@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -548,6 +549,16 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 			a.logger().Warn("the rounds' CPU profiles could not be compared", "comparison", in.ComparisonID, "err", err)
 		}
 	}
+	if slices.ContainsFunc(vs, profiles.ExplainsAlloc) {
+		var heapA, heapB []profiles.Round
+		for _, h := range used {
+			heapA = append(heapA, profiles.Round{Heap: a.roundHeapProfiles(ctx, h[0].runID), Windows: h[0].ws})
+			heapB = append(heapB, profiles.Round{Heap: a.roundHeapProfiles(ctx, h[1].runID), Windows: h[1].ws})
+		}
+		if err := profiles.ExplainAllocVerdicts(vs, heapA, heapB); err != nil {
+			a.logger().Warn("the rounds' heap profiles could not be compared", "comparison", in.ComparisonID, "err", err)
+		}
+	}
 	c.Verdicts, c.Rounds = vs, nil
 	if err := a.Store.PutComparison(ctx, c); err != nil {
 		return VerdictsResult{}, fmt.Errorf("record verdicts: %w", err)
@@ -612,15 +623,11 @@ func (a *Activities) CompareHistory(ctx context.Context, in HistoryInput) (int, 
 	return used, nil
 }
 
-// cpuDecided reports whether CPU per request is better or worse in vs:
-// only then are the rounds' profiles read and diffed.
+// cpuDecided reports whether a CPU-per-request verdict of vs takes a
+// profile diff (profiles.Explains): only then are the rounds' profiles read
+// and diffed.
 func cpuDecided(vs []analysis.Verdict) bool {
-	for _, v := range vs {
-		if v.Metric == analysis.MetricCPUMicrosPerReq && (v.Outcome == analysis.Better || v.Outcome == analysis.Worse) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(vs, profiles.Explains)
 }
 
 // roundProfiles reads a round's CPU profiles taken after its warm-up (as
@@ -633,6 +640,18 @@ func (a *Activities) roundProfiles(ctx context.Context, runID string, ws []windo
 		return nil
 	}
 	return profiles.AfterWarmup(ps, ws, warmup)
+}
+
+// roundHeapProfiles reads a round's heap profiles (the first and the
+// latest of each incarnation); a failure to read them only costs the
+// verdicts their allocation diff.
+func (a *Activities) roundHeapProfiles(ctx context.Context, runID string) []store.Profile {
+	ps, err := a.Store.Profiles(ctx, runID, store.ProfileQuery{Kind: store.ProfileHeap, WithData: true})
+	if err != nil {
+		a.logger().Warn("read a round's heap profiles", "run", runID, "err", err)
+		return nil
+	}
+	return ps
 }
 
 // priorComparisons is how many earlier comparisons' noise a comparison

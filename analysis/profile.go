@@ -39,6 +39,31 @@ func (f FunctionCost) Moved() string {
 		amount, more, f.Function, percent(f.AShare), percent(f.BShare))
 }
 
+// AllocationCost is one function's bytes allocated per request on the A
+// and B sides of a comparison (alloc_space of their heap profiles), and its
+// share of each side's sampled allocations. Package profiles computes them.
+type AllocationCost struct {
+	Function         string  `json:"function"`
+	ABytesPerRequest float64 `json:"a_bytes_per_request"`
+	BBytesPerRequest float64 `json:"b_bytes_per_request"`
+	// DeltaBytesPerRequest is B − A.
+	DeltaBytesPerRequest float64 `json:"delta_bytes_per_request"`
+	AShare               float64 `json:"a_share"`
+	BShare               float64 `json:"b_share"`
+}
+
+// Sentence says what moved, with subject naming side B: "B allocates
+// +4.0 KiB/request more at main.allocGarbage (0 → 61 % of the target's
+// allocations)".
+func (c AllocationCost) Sentence(subject string) string {
+	amount, more := "+"+fmtBytes(c.DeltaBytesPerRequest), "more"
+	if c.DeltaBytesPerRequest < 0 {
+		amount, more = fmtBytes(-c.DeltaBytesPerRequest), "less"
+	}
+	return fmt.Sprintf("%s allocates %s/request %s at %s (%s → %s %% of the target's allocations)",
+		subject, amount, more, c.Function, percent(c.AShare), percent(c.BShare))
+}
+
 // AllocationSite is a place whose retained heap grew between two heap
 // profiles (inuse_space), the start and the end of a leak's range.
 type AllocationSite struct {

@@ -109,9 +109,14 @@ type Verdict struct {
 	// Summary is the line a person reads: "p50: B won 4/4 pairs (−10 % to
 	// −29 %), median −17 %, 95 % CI [−24 %, −9 %] → better".
 	Summary string `json:"summary"`
-	// ProfileDiff is set on a better or worse cpu_us_per_request verdict
-	// whose rounds have CPU profiles: the functions whose CPU per request
-	// moved most between A and B (each side's rounds merged), biggest mover
-	// first.
+	// ProfileDiff is set on a better, worse or inconclusive
+	// cpu_us_per_request verdict whose rounds have CPU profiles: the
+	// functions whose CPU per request moved most between A and B (each
+	// side's rounds merged), biggest mover first.
 	ProfileDiff []FunctionCost `json:"profile_diff,omitempty"`
+	// AllocDiff is set on a better, worse or inconclusive
+	// alloc_bytes_per_request verdict whose rounds have two heap profiles
+	// each: the allocation sites whose bytes allocated per request moved
+	// most between A and B, biggest mover first.
+	AllocDiff []AllocationCost `json:"alloc_diff,omitempty"`
 }

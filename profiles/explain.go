@@ -14,14 +14,14 @@ import (
 // DiffFunctions is how many functions a verdict or finding lists.
 const DiffFunctions = 5
 
-// ExplainVerdicts sets ProfileDiff on the better or worse CPU-per-request
-// verdicts of vs from the CPU profiles of side A (a) and side B (b): each
+// ExplainVerdicts sets ProfileDiff on the CPU-per-request verdicts of vs
+// that Explains from the CPU profiles of side A (a) and side B (b): each
 // side's profiles merged, the functions whose CPU per request moved most.
 // Without profiles on both sides the verdicts are left as they are.
 func ExplainVerdicts(vs []analysis.Verdict, a, b []store.Profile) error {
 	var need bool
 	for _, v := range vs {
-		need = need || (v.Metric == analysis.MetricCPUMicrosPerReq && (v.Outcome == analysis.Better || v.Outcome == analysis.Worse))
+		need = need || Explains(v)
 	}
 	if !need || len(a) == 0 || len(b) == 0 {
 		return nil
@@ -36,11 +36,24 @@ func ExplainVerdicts(vs []analysis.Verdict, a, b []store.Profile) error {
 	}
 	diff := Diff(ma, mb, DiffFunctions)
 	for i, v := range vs {
-		if v.Metric == analysis.MetricCPUMicrosPerReq && (v.Outcome == analysis.Better || v.Outcome == analysis.Worse) && len(diff) > 0 {
+		if Explains(v) && len(diff) > 0 {
 			vs[i].ProfileDiff = diff
 		}
 	}
 	return nil
+}
+
+// Explains reports whether a verdict gets a profile diff: a CPU-per-request
+// verdict that is better, worse or inconclusive. An inconclusive one too,
+// because the profiles are evidence of their own: the pairs may be too few
+// or too noisy to decide the total, while one function that costs B 60 µs
+// per request and A nothing tells the user that the difference is real and
+// where it is (and that more pairs would decide it). A no_difference
+// verdict gets none: its diff is sampling noise by the verdict's own
+// measure.
+func Explains(v analysis.Verdict) bool {
+	return v.Metric == analysis.MetricCPUMicrosPerReq &&
+		(v.Outcome == analysis.Better || v.Outcome == analysis.Worse || v.Outcome == analysis.Inconclusive)
 }
 
 // AfterWarmup keeps the profiles that started after the warm-up of their

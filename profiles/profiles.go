@@ -97,9 +97,15 @@ type Function struct {
 
 // Functions sums p by function: flat (by the leaf frame, inlined frames
 // counted as their own functions) and cumulative (each function once per
-// stack). It returns them by flat, largest first, with the total.
+// stack). It returns them by flat, largest first, with the total. A CPU
+// profile is read by its CPU time, a heap profile by its retained bytes
+// (inuse_space).
 func Functions(p *profile.Profile) ([]Function, int64) {
-	vi := valueIndex(p)
+	return functionsAt(p, valueIndex(p))
+}
+
+// functionsAt is Functions by the sample value at index vi.
+func functionsAt(p *profile.Profile, vi int) ([]Function, int64) {
 	byName := map[string]*Function{}
 	get := func(name string) *Function {
 		f := byName[name]

@@ -14,6 +14,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/profiles/profilestest"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // stack is a sample: its frames from the leaf up and its value.
@@ -141,6 +142,11 @@ func TestExplain(t *testing.T) {
 	if len(vs[0].ProfileDiff) == 0 || vs[0].ProfileDiff[0].Function != "main.spin" || vs[1].ProfileDiff != nil {
 		t.Errorf("verdicts %+v", vs)
 	}
+	// An inconclusive verdict gets the diff too (Explains); no_difference none.
+	undecided := []analysis.Verdict{{Metric: analysis.MetricCPUMicrosPerReq, Outcome: analysis.Inconclusive}}
+	if err := ExplainVerdicts(undecided, cpuA, cpuB); err != nil || len(undecided[0].ProfileDiff) == 0 || undecided[0].ProfileDiff[0].Function != "main.spin" {
+		t.Errorf("inconclusive verdict: %+v, %v; want main.spin's diff", undecided, err)
+	}
 	noDiff := []analysis.Verdict{{Metric: analysis.MetricCPUMicrosPerReq, Outcome: analysis.NoDifference}}
 	if err := ExplainVerdicts(noDiff, cpuA, cpuB); err != nil || noDiff[0].ProfileDiff != nil {
 		t.Errorf("no_difference verdict got a diff: %+v, %v", noDiff, err)
@@ -237,5 +243,58 @@ func TestSelectAndWrite(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("Write(%+v) functions %v, want %v", tt.sel, got, tt.want)
 		}
+	}
+}
+
+// TestAllocDiff: each round's allocations are its last heap profile's
+// alloc_space less its first's, per request of the windows in between;
+// B's extra allocation site comes first.
+func TestAllocDiff(t *testing.T) {
+	ws := func(inc int, requests ...int64) []window.Window {
+		var out []window.Window
+		for i, n := range requests {
+			out = append(out, window.Window{Incarnation: inc, Index: i, Requests: n})
+		}
+		return out
+	}
+	allocs := func(index int, stacks ...stack) store.Profile {
+		return store.Profile{Kind: store.ProfileHeap, Incarnation: 1, Index: index, Data: profilestest.Allocs(convert(stacks)...)}
+	}
+	// A: 100 B/request in main.handle over windows 2..3 (200 requests).
+	a := []Round{{Windows: ws(1, 100, 100, 100, 100), Heap: []store.Profile{
+		allocs(1, stack{[]string{"main.handle"}, 50_000}),
+		allocs(3, stack{[]string{"main.handle"}, 70_000}),
+	}}}
+	// B: the same, and 4096 B/request in main.allocGarbage.
+	b := []Round{{Windows: ws(1, 100, 100, 100, 100), Heap: []store.Profile{
+		allocs(1, stack{[]string{"main.handle"}, 50_000}, stack{[]string{"main.allocGarbage"}, 1 << 20}),
+		allocs(3, stack{[]string{"main.handle"}, 70_000}, stack{[]string{"main.allocGarbage"}, 1<<20 + 200*4096}),
+	}}}
+	aa, err := AllocatedBy(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, err := AllocatedBy(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aa.Requests != 200 || ab.Requests != 200 || aa.Bytes["main.handle"] != 20_000 {
+		t.Fatalf("A %+v, B %+v", aa, ab)
+	}
+	d := AllocDiff(aa, ab, 5)
+	if len(d) != 1 || d[0].Function != "main.allocGarbage" || d[0].DeltaBytesPerRequest != 4096 || d[0].ABytesPerRequest != 0 {
+		t.Fatalf("AllocDiff = %+v, want main.allocGarbage +4096 B/request only", d)
+	}
+	if got, want := d[0].Sentence("B"), "B allocates +4.00 KiB/request more at main.allocGarbage (0 → 98 % of the target's allocations)"; got != want {
+		t.Errorf("Sentence = %q, want %q", got, want)
+	}
+	vs := []analysis.Verdict{{Metric: analysis.MetricAllocBytesPerReq, Outcome: analysis.Worse}, {Metric: analysis.MetricCPUMicrosPerReq, Outcome: analysis.Worse}}
+	if err := ExplainAllocVerdicts(vs, a, b); err != nil || len(vs[0].AllocDiff) != 1 || vs[1].AllocDiff != nil {
+		t.Errorf("ExplainAllocVerdicts: %+v, %v", vs, err)
+	}
+	// One heap profile per round: nothing to subtract, no diff.
+	one := []Round{{Windows: a[0].Windows, Heap: a[0].Heap[:1]}}
+	if got, err := AllocatedBy(one); err != nil || got.Requests != 0 {
+		t.Errorf("one profile: %+v, %v", got, err)
 	}
 }

@@ -345,6 +345,9 @@ func WriteComparisonText(out io.Writer, c store.Comparison) error {
 			for _, d := range v.ProfileDiff {
 				fmt.Fprintf(b, "      %s\n", d.Sentence("B"))
 			}
+			for _, d := range v.AllocDiff {
+				fmt.Fprintf(b, "      %s\n", d.Sentence("B"))
+			}
 		}
 		if note := analysis.IntervalNote(c.Verdicts); note != "" {
 			fmt.Fprintf(b, "  (%s)\n", note)

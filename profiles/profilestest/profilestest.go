@@ -22,13 +22,22 @@ func CPU(stacks ...Stack) []byte {
 	return build([]*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, stacks)
 }
 
+var heapTypes = []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+	{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}}
+
 // Heap builds a heap profile whose inuse_space is the stacks' values.
-func Heap(stacks ...Stack) []byte {
-	return build([]*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
-		{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}}, stacks)
-}
+func Heap(stacks ...Stack) []byte { return buildAt(heapTypes, 3, stacks) }
+
+// Allocs builds a heap profile whose alloc_space (the bytes allocated
+// since the process started) is the stacks' values.
+func Allocs(stacks ...Stack) []byte { return buildAt(heapTypes, 1, stacks) }
 
 func build(types []*profile.ValueType, stacks []Stack) []byte {
+	return buildAt(types, len(types)-1, stacks)
+}
+
+// buildAt builds a profile whose sample value at index vi is the stacks'.
+func buildAt(types []*profile.ValueType, vi int, stacks []Stack) []byte {
 	p := &profile.Profile{SampleType: types, PeriodType: types[len(types)-1], Period: 1, TimeNanos: time.Now().UnixNano()}
 	locs := map[string]*profile.Location{}
 	for _, s := range stacks {
@@ -45,7 +54,7 @@ func build(types []*profile.ValueType, stacks []Stack) []byte {
 			stack = append(stack, loc)
 		}
 		v := make([]int64, len(types))
-		v[len(v)-1] = s.Value
+		v[vi] = s.Value
 		p.Sample = append(p.Sample, &profile.Sample{Location: stack, Value: v})
 	}
 	var b bytes.Buffer
