@@ -1,11 +1,14 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -129,7 +132,14 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 		}
 		var prof *probes.Profiler
 		if spec.Profile != nil {
-			if prof, err = probes.NewProfiler(probes.ProfilerConfig{Spec: *spec.Profile, TargetURL: route.URL, Dial: route.Dial, Logger: logger}); err != nil {
+			cfg := probes.ProfilerConfig{Spec: *spec.Profile, TargetURL: route.URL, Dial: route.Dial, Logger: logger}
+			if spec.Profile.Inspector {
+				cfg.InspectorAddr, err = profileInspectorAddr(env, spec, !route.inNamespace())
+			}
+			if err == nil {
+				prof, err = probes.NewProfiler(cfg)
+			}
+			if err != nil {
 				logger.Warn("profiles unavailable", "probe", probes.ProbeProfile, "err", err)
 				static = append(static, window.ProbeFailure{Probe: probes.ProbeProfile, Error: err.Error()})
 			}
@@ -148,10 +158,34 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 // worker's host: the Node.js inspector's, when spec reads the heap through
 // it. Activities.Provision passes them to the provider (ProvisionRequest.Publish).
 func PublishedPorts(spec scenarios.Probes) []int {
-	if spec.Heap == nil || spec.Heap.Inspector == nil {
-		return nil
+	if spec.Heap != nil && spec.Heap.Inspector != nil {
+		return []int{inspectorPort(spec.Heap.Inspector)}
 	}
-	return []int{inspectorPort(spec.Heap.Inspector)}
+	if spec.Profile != nil && spec.Profile.Inspector {
+		return []int{probes.DefaultInspectorPort}
+	}
+	return nil
+}
+
+// profileInspectorAddr is where the profiler reaches a Node.js target's
+// inspector (probes.profile.inspector): at probes.heap.inspector's address
+// when the scenario sets one (as inspectorOnHost left it), else at the
+// default 127.0.0.1:9229 — for a container reached from this host, at the
+// port that one is published on.
+func profileInspectorAddr(env Environment, spec scenarios.Probes, onHost bool) (string, error) {
+	host, port := probes.DefaultInspectorHost, probes.DefaultInspectorPort
+	switch {
+	case spec.Heap != nil && spec.Heap.Inspector != nil:
+		in := spec.Heap.Inspector
+		host, port = cmp.Or(in.Host, host), cmp.Or(in.Port, port)
+	case env.ContainerID != "" && onHost:
+		hostPort, ok := env.Ports[port]
+		if !ok {
+			return "", fmt.Errorf("port %d of container %s is not published on this host (the provider ignored the request to publish it)", port, shortContainerID(env.ContainerID))
+		}
+		port = hostPort
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
 
 func inspectorPort(in *scenarios.Inspector) int {

@@ -31,6 +31,9 @@ type InspectorClient struct {
 
 	http   *http.Client
 	nextID atomic.Int64
+	// readLimit bounds one message from the inspector (0: 1 MiB, enough
+	// for a reading; a profile needs more).
+	readLimit int64
 
 	mu     sync.Mutex
 	sess   *cdpSession
@@ -248,6 +251,26 @@ func parseNodeRuntime(res json.RawMessage) (*window.NodeMemory, *window.Pauses, 
 	return m, p, nil
 }
 
+// callOn sends one method with its params (a JSON object, nil for none)
+// and returns its answer and the session that answered, reconnecting once
+// when the WebSocket had dropped.
+func (c *InspectorClient) callOn(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *cdpSession, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := c.session(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := s.start(ctx, c.nextID.Add(1), method, params).wait()
+		if err == nil {
+			return res, s, nil
+		}
+		if !errors.Is(err, errSessionGone) || attempt > 0 || ctx.Err() != nil {
+			return nil, s, fmt.Errorf("inspector %s: %w", c.Addr, err)
+		}
+		c.drop(s)
+	}
+}
+
 // Connect opens the WebSocket now (it is otherwise opened by the first
 // HeapAfterGC), so a wrong address is found at start.
 func (c *InspectorClient) Connect(ctx context.Context) error {
@@ -275,7 +298,7 @@ func (c *InspectorClient) session(ctx context.Context) (*cdpSession, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", wsURL, err)
 	}
-	conn.SetReadLimit(1 << 20)
+	conn.SetReadLimit(cmpOr(c.readLimit, 1<<20))
 	c.sess = newCDPSession(conn)
 	return c.sess, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -53,6 +54,9 @@ type ProfilerConfig struct {
 	Spec scenarios.Profile
 	// TargetURL is the target's base URL, for a Go target's pprof endpoint.
 	TargetURL string
+	// InspectorAddr is a Node.js target's inspector (host:port, a loopback
+	// address), for Spec.Inspector.
+	InspectorAddr string
 	// Dial opens connections to the target (nil: a plain dialer).
 	Dial DialFunc
 	// Logger receives a line when taking a profile fails (then at most one
@@ -69,12 +73,13 @@ type ProfilerConfig struct {
 // Go targets are read from net/http/pprof: /profile?seconds=N (the CPU
 // profile, taken by the target's runtime at 100 Hz) and /heap?gc=1 (the
 // live heap after a forced GC, whose inuse_space names the allocation sites
-// of what is retained).
+// of what is retained). Node.js targets are read through their inspector
+// (inspectorProfiles): the V8 CPU profiler and the sampling heap profiler,
+// converted to pprof format.
 type Profiler struct {
-	spec   scenarios.Profile
-	base   string
-	client *http.Client
-	log    *slog.Logger
+	spec scenarios.Profile
+	src  profileSource
+	log  *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -100,23 +105,47 @@ type pendingProfile struct {
 	coveredT time.Time // the end of the last window counted into Requests
 }
 
+// profileSource takes a target's profiles in pprof format (gzipped
+// profile.proto).
+type profileSource interface {
+	// cpu takes a CPU profile of length d.
+	cpu(ctx context.Context, d time.Duration) ([]byte, error)
+	// heap takes a heap profile (inuse_space) after a forced GC.
+	heap(ctx context.Context) ([]byte, error)
+	close()
+}
+
 // NewProfiler checks cfg; it contacts nothing.
 func NewProfiler(cfg ProfilerConfig) (*Profiler, error) {
 	sp := cfg.Spec
-	if sp.Pprof == "" {
-		return nil, fmt.Errorf("%w: probes.profile needs pprof, the path of the target's net/http/pprof (e.g. /debug/pprof)", ErrBadConfig)
-	}
 	if sp.Seconds < 1 || sp.Every < 1 || sp.HeapEvery < 1 {
 		return nil, fmt.Errorf("%w: probes.profile: seconds, every and heap_every must be ≥ 1 (got %d, %d, %d)", ErrBadConfig, sp.Seconds, sp.Every, sp.HeapEvery)
 	}
-	if cfg.TargetURL == "" {
+	p := &Profiler{spec: sp, log: cfg.Logger}
+	switch {
+	case sp.Inspector && sp.Pprof != "":
+		return nil, fmt.Errorf("%w: probes.profile takes pprof or inspector, not both", ErrBadConfig)
+	case sp.Inspector:
+		host, _, err := net.SplitHostPort(cfg.InspectorAddr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: probes.profile.inspector: address %q: %v", ErrBadConfig, cfg.InspectorAddr, err)
+		}
+		if !isLoopback(host) {
+			// The inspector can run any code in the target.
+			return nil, fmt.Errorf("%w: probes.profile.inspector: %s is not a loopback address", ErrBadConfig, host)
+		}
+		c := NewInspectorClient(cfg.InspectorAddr)
+		c.http, c.readLimit = newHTTPClient(cfg.Dial), maxInspectorProfileBytes
+		p.src = &inspectorProfiles{c: c}
+	case sp.Pprof == "":
+		return nil, fmt.Errorf("%w: probes.profile needs pprof, the path of the target's net/http/pprof (e.g. /debug/pprof), or inspector", ErrBadConfig)
+	case cfg.TargetURL == "":
 		return nil, fmt.Errorf("%w: probes.profile needs the target's URL", ErrBadConfig)
-	}
-	p := &Profiler{
-		spec:   sp,
-		base:   strings.TrimSuffix(cfg.TargetURL, "/") + "/" + strings.Trim(sp.Pprof, "/"),
-		client: newHTTPClient(cfg.Dial),
-		log:    cfg.Logger,
+	default:
+		p.src = &pprofEndpoint{
+			base:   strings.TrimSuffix(cfg.TargetURL, "/") + "/" + strings.Trim(sp.Pprof, "/"),
+			client: newHTTPClient(cfg.Dial),
+		}
 	}
 	if p.log == nil {
 		p.log = slog.Default()
@@ -193,7 +222,7 @@ func (p *Profiler) startCPU(index int) {
 		defer p.wg.Done()
 		ctx, cancel := context.WithTimeout(p.ctx, pp.Duration+30*time.Second)
 		defer cancel()
-		data, err := p.fetch(ctx, fmt.Sprintf("%s/profile?seconds=%d", p.base, secs))
+		data, err := p.src.cpu(ctx, pp.Duration)
 		p.mu.Lock()
 		pp.Data, pp.err, pp.fetched = data, err, true
 		p.mu.Unlock()
@@ -210,7 +239,7 @@ func (p *Profiler) startHeap(index int) {
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 		defer cancel()
 		start := time.Now()
-		data, err := p.fetch(ctx, p.base+"/heap?gc=1")
+		data, err := p.src.heap(ctx)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil {
@@ -221,13 +250,29 @@ func (p *Profiler) startHeap(index int) {
 	}()
 }
 
+// pprofEndpoint is a Go target's net/http/pprof at base.
+type pprofEndpoint struct {
+	base   string
+	client *http.Client
+}
+
+func (e *pprofEndpoint) cpu(ctx context.Context, d time.Duration) ([]byte, error) {
+	return e.fetch(ctx, fmt.Sprintf("%s/profile?seconds=%d", e.base, int(d/time.Second)))
+}
+
+func (e *pprofEndpoint) heap(ctx context.Context) ([]byte, error) {
+	return e.fetch(ctx, e.base+"/heap?gc=1")
+}
+
+func (e *pprofEndpoint) close() { e.client.CloseIdleConnections() }
+
 // fetch reads one profile and checks that it parses.
-func (p *Profiler) fetch(ctx context.Context, url string) ([]byte, error) {
+func (e *pprofEndpoint) fetch(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.client.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", url, err)
 	}
@@ -281,7 +326,7 @@ func (p *Profiler) Close() error {
 	p.cancel()
 	p.wg.Wait()
 	p.heapWG.Wait()
-	p.client.CloseIdleConnections()
+	p.src.close()
 	return nil
 }
 

@@ -277,7 +277,9 @@ probes:
 			`4: probes.profile.every is a number of windows and must be ≥ 1, got 0`,
 			`4: probes.profile.heap_every is a number of windows and must be ≥ 1, got -1`}},
 		{"profile source", "name: x\n" + ops + "probes: {profile: {seconds: 2}}\n", []string{
-			`3: probes.profile needs pprof: /debug/pprof, the path of a Go target's net/http/pprof`}},
+			`3: probes.profile needs pprof: /debug/pprof (the path of a Go target's net/http/pprof) or inspector: true (a Node.js target's inspector)`}},
+		{"profile both sources", "name: x\n" + ops + "probes: {profile: {pprof: /debug/pprof, inspector: true}}\n", []string{
+			`3: probes.profile takes pprof (a Go target) or inspector (a Node.js target), not both`}},
 		{"profile overlap", "name: x\n" + ops + "load: {window: 2s}\nprobes: {profile: {pprof: /debug/pprof, seconds: 4, every: 2}}\n", []string{
 			`4: probes.profile.seconds (4 s) must be shorter than every × load.window (2 × 2s), or profiles would overlap`}},
 		{"empty heap", "name: x\n" + ops + "probes: {heap: {}}\n", []string{`3: probes.heap needs at least one of metric, gc_hook, inspector`}},

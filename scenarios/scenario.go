@@ -267,9 +267,13 @@ type Probes struct {
 
 // Profile is the probes.profile setting: a CPU profile of Seconds every
 // Every windows and a heap profile every HeapEvery windows, from a Go
-// target's net/http/pprof (Pprof, the path of its index, e.g. /debug/pprof).
+// target's net/http/pprof (Pprof, the path of its index, e.g. /debug/pprof)
+// or, with Inspector, from a Node.js target's inspector (its Profiler and
+// sampling heap profiler) at probes.heap.inspector's address, or
+// 127.0.0.1:9229 when that is not set. One of the two.
 type Profile struct {
 	Pprof     string `yaml:"pprof" json:"pprof,omitempty"`
+	Inspector bool   `yaml:"inspector" json:"inspector,omitempty"`
 	Seconds   int    `yaml:"seconds" json:"seconds,omitempty"`
 	Every     int    `yaml:"every" json:"every,omitempty"`
 	HeapEvery int    `yaml:"heap_every" json:"heap_every,omitempty"`

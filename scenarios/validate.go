@@ -609,8 +609,11 @@ func (v *validator) validateProfile() {
 	}
 	pp := func(k ...any) []any { return join(p("probes", "profile"), k...) }
 	switch {
-	case pr.Pprof == "":
-		v.errf(pp(), "probes.profile needs pprof: /debug/pprof, the path of a Go target's net/http/pprof")
+	case pr.Pprof == "" && !pr.Inspector:
+		v.errf(pp(), "probes.profile needs pprof: /debug/pprof (the path of a Go target's net/http/pprof) or inspector: true (a Node.js target's inspector)")
+	case pr.Pprof != "" && pr.Inspector:
+		v.errf(pp(), "probes.profile takes pprof (a Go target) or inspector (a Node.js target), not both")
+	case pr.Inspector:
 	case !strings.HasPrefix(pr.Pprof, "/"):
 		v.errf(pp("pprof"), "probes.profile.pprof must be a path starting with \"/\", e.g. /debug/pprof, got %q", pr.Pprof)
 	}
