@@ -27,11 +27,45 @@ func TestPublishedPorts(t *testing.T) {
 		{"heap metric only", scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}}, nil},
 		{"inspector, default port", scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{}}}, []int{9229}},
 		{"inspector on 9339", scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: 9339}}}, []int{9339}},
+		{"profiles through the inspector", scenarios.Probes{Profile: &scenarios.Profile{Inspector: true}}, []int{9229}},
+		{"profiles through the heap probe's inspector", scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: 9339}},
+			Profile: &scenarios.Profile{Inspector: true}}, []int{9339}},
+		{"profiles from pprof", scenarios.Probes{Profile: &scenarios.Profile{Pprof: "/debug/pprof"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := PublishedPorts(tt.spec); !slices.Equal(got, tt.want) {
 				t.Errorf("PublishedPorts = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProfileInspectorAddr: the profiler takes the heap probe's inspector
+// address (as inspectorOnHost left it), else the default port — a
+// container's published one when reached from the host.
+func TestProfileInspectorAddr(t *testing.T) {
+	container := Environment{ContainerID: "0123456789abcdef", Ports: map[int]int{9229: 32768}}
+	heap := scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Host: "127.0.0.1", Port: 40001}}}
+	tests := []struct {
+		name   string
+		env    Environment
+		spec   scenarios.Probes
+		onHost bool
+		want   string
+		err    bool
+	}{
+		{"local, default", Environment{PID: 1}, scenarios.Probes{}, true, "127.0.0.1:9229", false},
+		{"the heap probe's", Environment{PID: 1}, heap, true, "127.0.0.1:40001", false},
+		{"container, published", container, scenarios.Probes{}, true, "127.0.0.1:32768", false},
+		{"container, in its namespace", container, scenarios.Probes{}, false, "127.0.0.1:9229", false},
+		{"container, not published", Environment{ContainerID: "0123456789abcdef"}, scenarios.Probes{}, true, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := profileInspectorAddr(tt.env, tt.spec, tt.onHost)
+			if got != tt.want || (err != nil) != tt.err {
+				t.Errorf("profileInspectorAddr = %q, %v; want %q (error %v)", got, err, tt.want, tt.err)
 			}
 		})
 	}
