@@ -121,6 +121,7 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 		}
 		s, err := probes.New(probes.Config{
 			Spec: spec, TargetURL: route.URL, Dial: route.Dial, PID: env.PID, ContainerID: env.ContainerID,
+			TCPTables:   route.tcpTables(env.PID),
 			DatabaseURL: env.DatabaseURL, SQLitePath: sqlitePath, Logger: logger,
 		})
 		if err != nil {

@@ -76,6 +76,9 @@ func Analyze(ws []window.Window, opts Options) Result {
 		if f, ok := a.pauses(inc); ok {
 			fs = append(fs, f)
 		}
+		if f, ok := a.unclosedConnections(inc); ok {
+			fs = append(fs, f)
+		}
 		if f, ok := a.rateMissed(inc); ok {
 			fs = append(fs, f)
 		}
@@ -149,14 +152,16 @@ func kindOrder(k string) int {
 		return 3
 	case KindPauses:
 		return 4
-	case KindRateMissed:
+	case KindUnclosedConnections:
 		return 5
-	case KindInsufficientData:
+	case KindRateMissed:
 		return 6
-	case KindMissingEvidence:
+	case KindInsufficientData:
 		return 7
+	case KindMissingEvidence:
+		return 8
 	}
-	return 8
+	return 9
 }
 
 type analyzer struct {

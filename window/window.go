@@ -293,6 +293,21 @@ type Probes struct {
 	// its database and longhaul (probes.HostLoad): other work on the
 	// machine, which disturbs the measurements.
 	HostForeignCPU *float64 `json:"host_foreign_cpu,omitempty"`
+	// Connections are the target's TCP connections on its serving port at
+	// the window's close, counted by state in its network namespace's
+	// socket table (probes.ConnCounter).
+	Connections *Connections `json:"connections,omitempty"`
+}
+
+// Connections counts a target's TCP connections on the port it serves on,
+// by state, at one moment. Established are open both ways. CloseWait are
+// connections whose client has closed its end while the server has not
+// closed its own: a few in passing are normal; a count that only grows is
+// sessions (or keep-alive connections) the server never closes, each
+// holding a socket, a file descriptor and whatever the session owns.
+type Connections struct {
+	Established int64 `json:"established"`
+	CloseWait   int64 `json:"close_wait"`
 }
 
 // NodeMemory is one reading of a Node.js process's process.memoryUsage(), in

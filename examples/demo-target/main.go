@@ -30,6 +30,8 @@
 //	DEMO_WS_LEAK_BYTES N > 0: every WebSocket connection retains N bytes forever
 //	DEMO_WS_STALL_AFTER  a duration: that long after start, WebSocket connections are
 //	                   no longer read (pings go unanswered, echoes stop)
+//	DEMO_WS_UNCLOSED   true: the server never closes a WebSocket connection; once its
+//	                   client has closed its end, the socket sits in CLOSE_WAIT
 //	DEMO_WS_TICK       the /ws/ticker push interval (default 1s)
 //	DEMO_TLS_CERT, DEMO_TLS_KEY  PEM files: serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN)
 //	                   instead of cleartext HTTP/1.1 and h2c (HTTP/2 with prior knowledge)
@@ -161,6 +163,13 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		}
 		c.WebSocket.LeakBytes = n
 	}
+	if v := getenv("DEMO_WS_UNCLOSED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, usageError{fmt.Sprintf("DEMO_WS_UNCLOSED=%q: want true or false", v)}
+		}
+		c.WebSocket.Unclosed = b
+	}
 	for _, d := range []struct {
 		name string
 		to   *time.Duration
@@ -183,7 +192,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 // run serves the API until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT, DEMO_WS_LEAK_BYTES, DEMO_WS_STALL_AFTER, DEMO_WS_TICK, DEMO_TLS_CERT, DEMO_TLS_KEY"}
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT, DEMO_WS_LEAK_BYTES, DEMO_WS_STALL_AFTER, DEMO_WS_UNCLOSED, DEMO_WS_TICK, DEMO_TLS_CERT, DEMO_TLS_KEY"}
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -208,8 +217,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if cfg.WebSocket.StallAfter > 0 {
-		ln = stallListener{Listener: ln, at: time.Now().Add(cfg.WebSocket.StallAfter)}
+	if cfg.WebSocket.StallAfter > 0 || cfg.WebSocket.Unclosed {
+		sl := stallListener{Listener: ln, stall: cfg.WebSocket.StallAfter > 0, at: time.Now().Add(cfg.WebSocket.StallAfter)}
+		if cfg.WebSocket.Unclosed {
+			sl.unclosed = new(unclosedConns)
+		}
+		ln = sl
 	}
 	// Cleartext serves HTTP/1.1 and h2c (prior knowledge), TLS HTTP/1.1 and
 	// HTTP/2 by ALPN: every protocol longhaul drives.

@@ -197,6 +197,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"DEMO_CPU_BURN_US": "40", "DEMO_RESPONSE_VARIANT": "1"}, want: config{Port: 8080, IndexBucket: true, CPUBurnUs: 40, Variant: 1}},
 		{env: map[string]string{"DEMO_CPU_BURN_US": "-5"}, wantErr: `DEMO_CPU_BURN_US="-5"`},
 		{env: map[string]string{"DEMO_RESPONSE_VARIANT": "2"}, wantErr: `DEMO_RESPONSE_VARIANT="2"`},
+		{env: map[string]string{"DEMO_WS_UNCLOSED": "true"}, want: config{Port: 8080, IndexBucket: true, WebSocket: wsOptions{Unclosed: true}}},
+		{env: map[string]string{"DEMO_WS_UNCLOSED": "sometimes"}, wantErr: `DEMO_WS_UNCLOSED="sometimes"`},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {
