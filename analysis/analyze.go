@@ -68,7 +68,7 @@ func Analyze(ws []window.Window, opts Options) Result {
 	var lastMissing []string
 	runStart := firstStart(ws)
 	for _, inc := range a.split(ws) {
-		fs := inc.crashes(runStart)
+		fs := append(inc.crashes(runStart), inc.databaseStops(runStart)...)
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
@@ -140,7 +140,7 @@ func firstStart(ws []window.Window) time.Time {
 
 func kindOrder(k string) int {
 	switch k {
-	case KindCrash:
+	case KindCrash, KindDatabaseStop:
 		return -1
 	case KindLeak:
 		return 0
