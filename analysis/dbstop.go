@@ -56,9 +56,9 @@ func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time)
 	if at.IsZero() {
 		at = w.End
 	}
-	when := fmt.Sprintf("in window %d", w.Index)
+	when := fmt.Sprintf("in window %d (%s)", w.Index, ev.How())
 	if !runStart.IsZero() && !at.IsZero() {
-		when = fmt.Sprintf("%s into the run (window %d)", clockOf(at.Sub(runStart)), w.Index)
+		when = fmt.Sprintf("%s into the run (window %d; %s)", clockOf(at.Sub(runStart)), w.Index, ev.How())
 	}
 	last := inc.all[len(inc.all)-1].Index
 	if recovered >= 0 {
@@ -73,7 +73,7 @@ func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time)
 			Notes: map[string]float64{"errors": float64(errs.Total())},
 		},
 	}
-	what := fmt.Sprintf("the database stopped %s: %s (%s)", when, ev.Detail, ev.How())
+	what := fmt.Sprintf("the database %s %s", stoppedVerb(ev), when)
 	byClass := errorClasses(errs)
 	switch {
 	case recovered >= 0:
