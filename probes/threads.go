@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // ThreadCPU reads, once per window, where the CPU went thread by thread:
@@ -114,6 +116,33 @@ type ThreadReading struct {
 	DriverCores     float64
 	DriverBusyCores float64
 	Driver          bool
+}
+
+// Fill sets p's thread fields (window.Probes.HottestThread and the
+// others) from r; the busy figures only when HasBusy.
+func (r ThreadReading) Fill(p *window.Probes) {
+	f := func(v float64) *float64 { return &v }
+	p.HottestThread, p.HottestThreadMain = r.HottestThread, r.HottestThreadMain
+	p.HottestThreadCores = f(r.HottestThreadCores)
+	if r.CoresAllowed > 0 {
+		p.CoresAllowed = f(r.CoresAllowed)
+	}
+	if r.Database {
+		p.DatabaseCores = f(r.DatabaseCores)
+	}
+	if r.Driver {
+		p.DriverCores = f(r.DriverCores)
+	}
+	if !r.HasBusy {
+		return
+	}
+	p.HottestThreadBusy, p.TargetBusyCores = f(r.HottestThreadBusy), f(r.TargetBusyCores)
+	if r.Database {
+		p.DatabaseBusyCores = f(r.DatabaseBusyCores)
+	}
+	if r.Driver {
+		p.DriverBusyCores = f(r.DriverBusyCores)
+	}
 }
 
 type selector struct {
