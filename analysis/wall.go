@@ -24,13 +24,21 @@ const (
 
 // Thresholds of the wall's evidence. A thread busy 0.9 of the window has
 // nowhere to go: the rest is the probe's resolution and the scheduler's
-// jitter. The driver counts as short of CPU when its threads waited for a
-// CPU at least as long as they ran, and at least 0.2 of a core: its
-// latencies then include that wait, whatever the target did.
+// jitter. Busy time alone is not enough on a saturated machine, where every
+// wake-up waits for a CPU: a thread woken a few hundred times a second can
+// read busy while doing almost nothing. So each rule also asks for real
+// work: a quarter of a core on the CPU (the busy thread, the database) or a
+// quarter of the allowed cores (the target).
+//
+// The driver's own wait for a CPU is spread over the requests it timed: at
+// a quarter of the p50 latency or more, the latencies are the driver's as
+// much as the target's, and the measurement is not valid. So is one whose
+// driver used nearly all the cores itself.
 const (
-	wallBusy          = 0.9
-	driverWaitMin     = 0.2
-	driverWaitPerCore = 1.0
+	wallBusy         = 0.9
+	wallMinCPU       = 0.25
+	driverWaitShare  = 0.25
+	driverMinWaitCPU = 0.05
 )
 
 // wall names the resource behind a throughput limit from the windows at
@@ -40,7 +48,7 @@ const (
 // The driver's warning is separate: a wall can be named and the
 // measurement still be disturbed.
 func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, latencyRose bool, ev *Evidence) (text, driver string) {
-	var hot, hotCores, tgt, allowed, db, dbCPU, drv, drvBusy []float64
+	var hot, hotCores, tgt, tgtCPU, allowed, db, dbCPU, drv, drvWait, waitShare []float64
 	threads := map[string]int{}
 	mainThread := 0
 	busy := true
@@ -63,6 +71,9 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 			busy = false
 			hot = append(hot, *p.HottestThreadCores)
 		}
+		if p.CPUSeconds != nil {
+			tgtCPU = append(tgtCPU, *p.CPUSeconds/secs)
+		}
 		switch {
 		case p.TargetBusyCores != nil:
 			tgt = append(tgt, *p.TargetBusyCores)
@@ -81,8 +92,12 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 			}
 		}
 		if p.DriverCores != nil && p.DriverBusyCores != nil {
+			wait := max(*p.DriverBusyCores-*p.DriverCores, 0)
 			drv = append(drv, *p.DriverCores)
-			drvBusy = append(drvBusy, *p.DriverBusyCores)
+			drvWait = append(drvWait, wait)
+			if w.Requests > 0 && w.LatencyMs.P50 > 0 {
+				waitShare = append(waitShare, wait*secs*1000/float64(w.Requests)/w.LatencyMs.P50)
+			}
 		}
 	}
 	if len(hot) == 0 {
@@ -91,38 +106,47 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 	if ev.Notes == nil {
 		ev.Notes = map[string]float64{}
 	}
-	med := func(xs []float64) float64 { return a.medianOf(xs) }
+	med := func(xs []float64) float64 {
+		if len(xs) == 0 {
+			return math.NaN()
+		}
+		return a.medianOf(xs)
+	}
+	note := func(k string, v float64) {
+		if !math.IsNaN(v) {
+			ev.Notes[k] = v
+		}
+	}
 	hotBusy, hotCPU := med(hot), med(hotCores)
-	ev.Notes["hottest_thread_cores"] = hotCPU
+	tgtBusy, tgtGot, cores := med(tgt), med(tgtCPU), med(allowed)
+	dbBusy, dbGot := med(db), med(dbCPU)
+	note("hottest_thread_cores", hotCPU)
 	if busy {
-		ev.Notes["hottest_thread_busy"] = hotBusy
+		note("hottest_thread_busy", hotBusy)
 	}
+	note("target_busy_cores", tgtBusy)
+	note("target_cores", tgtGot)
+	note("cores_allowed", cores)
+	note("database_cores", dbGot)
+	note("database_busy_cores", dbBusy)
 	ev.Thread = mostOften(threads)
-	tgtBusy, cores := math.NaN(), math.NaN()
-	if len(tgt) > 0 {
-		tgtBusy = med(tgt)
-		ev.Notes["target_busy_cores"] = tgtBusy
-	}
-	if len(allowed) > 0 {
-		cores = med(allowed)
-		ev.Notes["cores_allowed"] = cores
-	}
-	dbBusy := math.NaN()
-	if len(db) > 0 {
-		dbBusy = med(db)
-		ev.Notes["database_cores"] = med(dbCPU)
-		ev.Notes["database_busy_cores"] = dbBusy
-	}
 
 	// The driver short of CPU: the measurement itself is not valid.
 	if len(drv) > 0 {
-		run, b := med(drv), med(drvBusy)
-		wait := b - run
-		ev.Notes["driver_cores"], ev.Notes["driver_busy_cores"] = run, b
-		if wait >= driverWaitMin && wait >= driverWaitPerCore*run {
+		run, wait, share := med(drv), med(drvWait), med(waitShare)
+		note("driver_cores", run)
+		note("driver_wait_cores", wait)
+		note("driver_wait_share_of_p50", share)
+		switch {
+		case wait >= driverMinWaitCPU && share >= driverWaitShare:
+			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver was short of CPU beyond the knee: its threads waited for a CPU %s s per second, %s of the p50 latency per request, so these latencies are partly its own wait — %s",
+				fmtCores(wait), fmtPct(share), a.driverAdvice(inc, pos))
+		case !math.IsNaN(cores) && run >= wallBusy*cores:
+			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver used %s of the %s cores itself beyond the knee, so the load it offered was capped by its own CPU — lower the load, or run the driver on a machine with more cores",
+				fmtCores(run), fmtCores(cores))
+		}
+		if driver != "" {
 			ev.Notes["driver_short_of_cpu"] = 1
-			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver was short of CPU beyond the knee (it ran %s of a core and waited %s more for one), so these latencies include its wait: free the machine (other work took %s of it) or give the target fewer cores",
-				fmtCores(run), fmtCores(wait), a.foreignText(inc, pos))
 		}
 	}
 
@@ -138,36 +162,59 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 		// never waits for anything but a CPU.
 		return fmt.Sprintf("was busy %s of the time (it ran at %s of a core and waited for a CPU the rest)", fmtCores(hotBusy), fmtCores(hotCPU))
 	}
+	// The target's real work, for the rules' second condition: its CPU
+	// from the process probe, else the threads' busy time.
+	work := tgtGot
+	if math.IsNaN(work) {
+		work = tgtBusy
+	}
 	on := fmt.Sprintf("from %s %s on", fmtCount(from), unit)
+	allCores := !math.IsNaN(cores) && !math.IsNaN(tgtBusy) && tgtBusy >= wallBusy*cores && work >= wallMinCPU*cores
 	switch {
-	case !math.IsNaN(cores) && !math.IsNaN(tgtBusy) && cores > 1 && tgtBusy >= wallBusy*cores:
+	case allCores && cores > 1:
 		ev.Cause = CauseTargetCores
 		return fmt.Sprintf("the target kept all %s of its allowed cores busy %s (%s cores): it is CPU-bound — more VUs only queue; its busiest thread, %s, %s",
 			fmtCores(cores), on, fmtCores(tgtBusy), ev.Thread, ranText()), driver
-	case hotBusy >= wallBusy:
+	case hotBusy >= wallBusy && hotCPU >= wallMinCPU:
 		ev.Cause = CauseSingleThread
 		return fmt.Sprintf("the target's %s %s %s: a single-threaded wall — more VUs only queue", name, ranText(), on), driver
-	case !math.IsNaN(cores) && !math.IsNaN(tgtBusy) && tgtBusy >= wallBusy*cores:
+	case allCores:
 		ev.Cause = CauseTargetCores
 		return fmt.Sprintf("the target kept its %s allowed core busy %s (%s): it is CPU-bound — more VUs only queue", fmtCores(cores), on, fmtCores(tgtBusy)), driver
-	case !math.IsNaN(dbBusy) && dbBusy >= wallBusy && (math.IsNaN(tgtBusy) || dbBusy > tgtBusy):
+	case !math.IsNaN(dbBusy) && dbBusy >= wallBusy && dbGot >= wallMinCPU && (math.IsNaN(tgtBusy) || dbBusy > tgtBusy):
 		ev.Cause = CauseDatabaseCPU
 		return fmt.Sprintf("the database's processes were busy %s cores %s, more than the target's %s: the database is the wall — look at its queries (rows read and transactions per request)",
 			fmtCores(dbBusy), on, fmtCores(tgtBusy)), driver
 	case latencyRose && driver == "":
 		ev.Cause = CauseNoCPU
-		var parts []string
-		parts = append(parts, fmt.Sprintf("the target's busiest thread %s %s of the time", ev.Thread, busyWord(busy, hotBusy)))
+		parts := []string{fmt.Sprintf("the target's busiest thread %s %s of the time", ev.Thread, busyWord(busy, hotBusy))}
 		if !math.IsNaN(tgtBusy) && !math.IsNaN(cores) {
 			parts = append(parts, fmt.Sprintf("the target %s of %s cores", fmtCores(tgtBusy), fmtCores(cores)))
 		}
 		if !math.IsNaN(dbBusy) {
 			parts = append(parts, fmt.Sprintf("the database %s", fmtCores(dbBusy)))
 		}
-		return fmt.Sprintf("no CPU was saturated %s (%s) — look for a pool or a lock (a connection pool too small for the VUs, a mutex, a downstream call)",
-			on, joinAnd(parts)), driver
+		return fmt.Sprintf("no CPU was saturated %s (%s) — look for a pool or a lock (a connection pool too small for the VUs, a mutex, a downstream call)%s",
+			on, joinAnd(parts), a.foreignNote(inc, pos)), driver
 	}
 	return "", driver
+}
+
+// driverAdvice says what to do about a driver short of CPU.
+func (a *analyzer) driverAdvice(inc *incarnation, pos []int) string {
+	if f := a.foreign(inc, pos); !math.IsNaN(f) && f >= 0.25 {
+		return fmt.Sprintf("other work took %s of the machine: run when it is quiet", fmtPct(f))
+	}
+	return "the target and its database left it too little: give them fewer cores (target.resources.cpus) or run longhaul on a machine with cores to spare"
+}
+
+// foreignNote is ", while other work took N % of the machine" when that was
+// a quarter or more: everything is slower then, the wall included.
+func (a *analyzer) foreignNote(inc *incarnation, pos []int) string {
+	if f := a.foreign(inc, pos); !math.IsNaN(f) && f >= 0.25 {
+		return fmt.Sprintf("; other work took %s of the machine meanwhile, which slows every wait", fmtPct(f))
+	}
+	return ""
 }
 
 func busyWord(busy bool, v float64) string {
@@ -177,9 +224,9 @@ func busyWord(busy bool, v float64) string {
 	return "on a CPU " + fmtCores(v)
 }
 
-// foreignText is the median foreign load of the host in the windows at
-// pos, as "12 %", or "an unknown share".
-func (a *analyzer) foreignText(inc *incarnation, pos []int) string {
+// foreign is the median foreign load of the host in the windows at pos
+// (window.Probes.HostForeignCPU), NaN without readings.
+func (a *analyzer) foreign(inc *incarnation, pos []int) float64 {
 	var f []float64
 	for _, i := range pos {
 		if v := inc.ws[i].Probes.HostForeignCPU; v != nil {
@@ -187,9 +234,9 @@ func (a *analyzer) foreignText(inc *incarnation, pos []int) string {
 		}
 	}
 	if len(f) == 0 {
-		return "an unknown share"
+		return math.NaN()
 	}
-	return fmtPct(a.medianOf(f))
+	return a.medianOf(f)
 }
 
 // fmtCores formats a number of cores or a share of one: "0.98", "1.9".
