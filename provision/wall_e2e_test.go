@@ -75,6 +75,9 @@ func rampWall(t *testing.T, l *provision.Local, spec scenarios.Environment, path
 		t.Logf("window %2d: %2d VUs %6.0f req/s p50 %6.2f ms | hottest %q main %v cores %s busy %s | target busy %s of %s | db %s busy %s | driver %s busy %s | foreign %s",
 			w.Index, w.VUs, w.RPS, w.LatencyMs.P50, p.HottestThread, p.HottestThreadMain, f2(p.HottestThreadCores), f2(p.HottestThreadBusy),
 			f2(p.TargetBusyCores), f2(p.CoresAllowed), f2(p.DatabaseCores), f2(p.DatabaseBusyCores), f2(p.DriverCores), f2(p.DriverBusyCores), f2(p.HostForeignCPU))
+		for _, pf := range w.ProbeFailures {
+			t.Logf("window %2d: probe %s failing: %s", w.Index, pf.Probe, pf.Error)
+		}
 		if w.OK != w.Requests {
 			t.Errorf("window %d: %d of %d requests ok: %+v", w.Index, w.OK, w.Requests, w.Errors)
 		}
@@ -130,9 +133,10 @@ func TestWallSingleThreadNode(t *testing.T) {
 }
 
 // TestWallPoolDemo ramps the demo target over a local PostgreSQL with a
-// pool of 2 connections, each request holding one 10 ms (DEMO_DB_SLEEP_MS)
-// from 1 to 16 VUs: throughput stops at the pool, latency grows, and no CPU
-// is busy — the finding says so and points at a pool or a lock.
+// pool of 4 connections, each request holding one 20 ms (DEMO_DB_SLEEP_MS),
+// from 1 to 20 VUs: throughput stops at the pool (200 req/s from 4 VUs on),
+// latency grows, and no CPU is busy — the finding says so and points at a
+// pool or a lock.
 func TestWallPoolDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo target and PostgreSQL for ~30 s")
@@ -140,10 +144,10 @@ func TestWallPoolDemo(t *testing.T) {
 	bin, l := demoTargetLocal(t)
 	spec := scenarios.Environment{Provider: "local",
 		Target: scenarios.Target{Command: []string{bin}, Health: "/health", HealthTimeout: scenarios.Duration(60 * time.Second),
-			Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}&pool_max_conns=2", "DEMO_DB_SLEEP_MS": "10"}},
+			Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}&pool_max_conns=4", "DEMO_DB_SLEEP_MS": "20"}},
 		Database: scenarios.Database{Kind: "postgres"},
 	}
-	f := rampWall(t, l, spec, "/items", 16, 20*time.Second, 6*time.Second)
+	f := rampWall(t, l, spec, "/items", 20, 24*time.Second, 6*time.Second)
 	if f.Evidence.Cause != analysis.CauseNoCPU {
 		t.Errorf("cause %q, want %q: %s", f.Evidence.Cause, analysis.CauseNoCPU, f.Summary)
 	}
