@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -504,11 +505,19 @@ func (t *ThreadCPU) coresAllowed(pid int) float64 {
 	}
 	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
 		for line := range strings.Lines(string(b)) {
-			path, ok := strings.CutPrefix(strings.TrimSpace(line), "0::")
-			if !ok {
+			// "0::/path" (v2) or "1:cpu,cpuacct:/path" (v1).
+			f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+			if len(f) != 3 {
 				continue
 			}
-			if q := cgroupQuota("/sys/fs/cgroup" + path); q > 0 && (cores == 0 || q < cores) {
+			var q float64
+			switch {
+			case f[0] == "0" && f[1] == "":
+				q = cgroupQuota("/sys/fs/cgroup", f[2], readCPUMax)
+			case slices.Contains(strings.Split(f[1], ","), "cpu"):
+				q = cgroupQuota("/sys/fs/cgroup/"+f[1], f[2], readCFSQuota)
+			}
+			if q > 0 && (cores == 0 || q < cores) {
 				cores = q
 			}
 		}
@@ -516,23 +525,16 @@ func (t *ThreadCPU) coresAllowed(pid int) float64 {
 	return cores
 }
 
-// cgroupQuota reads the tightest cpu.max quota (quota/period, in cores) on
-// the path from the cgroup dir up to the root; 0 when none.
-func cgroupQuota(dir string) float64 {
+// cgroupQuota reads the tightest CPU quota, in cores, on the path from the
+// cgroup at root+path up to root; 0 when none. read reads one directory's.
+func cgroupQuota(root, path string, read func(dir string) float64) float64 {
 	q := math.Inf(1)
-	for d := dir; strings.HasPrefix(d, "/sys/fs/cgroup"); {
-		if b, err := os.ReadFile(d + "/cpu.max"); err == nil {
-			f := strings.Fields(string(b))
-			if len(f) == 2 && f[0] != "max" {
-				quota, e1 := strconv.ParseFloat(f[0], 64)
-				period, e2 := strconv.ParseFloat(f[1], 64)
-				if e1 == nil && e2 == nil && period > 0 {
-					q = math.Min(q, quota/period)
-				}
-			}
+	for d := strings.TrimSuffix(path, "/"); ; {
+		if v := read(root + d); v > 0 {
+			q = math.Min(q, v)
 		}
 		i := strings.LastIndexByte(d, '/')
-		if i <= 0 {
+		if i < 0 || d == "" {
 			break
 		}
 		d = d[:i]
@@ -541,6 +543,39 @@ func cgroupQuota(dir string) float64 {
 		return 0
 	}
 	return q
+}
+
+// readCPUMax reads cgroup v2's cpu.max, "QUOTA PERIOD" or "max PERIOD".
+func readCPUMax(dir string) float64 {
+	b, err := os.ReadFile(dir + "/cpu.max")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 || f[0] == "max" {
+		return 0
+	}
+	return ratio(f[0], f[1])
+}
+
+// readCFSQuota reads cgroup v1's cpu.cfs_quota_us (-1: none) over
+// cpu.cfs_period_us.
+func readCFSQuota(dir string) float64 {
+	q, err1 := os.ReadFile(dir + "/cpu.cfs_quota_us")
+	p, err2 := os.ReadFile(dir + "/cpu.cfs_period_us")
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return ratio(strings.TrimSpace(string(q)), strings.TrimSpace(string(p)))
+}
+
+func ratio(a, b string) float64 {
+	x, err1 := strconv.ParseFloat(a, 64)
+	y, err2 := strconv.ParseFloat(b, 64)
+	if err1 != nil || err2 != nil || x <= 0 || y <= 0 {
+		return 0
+	}
+	return x / y
 }
 
 // countCPUList counts the CPUs in a list like "0-3,6,8-9".

@@ -1,11 +1,14 @@
 package probes
 
 import (
+	"bufio"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -215,5 +218,65 @@ func BenchmarkThreadCPU(b *testing.B) {
 		if _, _, err := tc.Sample(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestThreadCPUContainer reads a container's threads through the host's
+// /proc (found by cgroup) while it burns 0.5 s of CPU under --cpus 0.5: its
+// busiest thread is the burner's, and the cores it may use are the quota.
+func TestThreadCPUContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an image and runs a container")
+	}
+	tag := burnImage(t)
+	cidFile := filepath.Join(t.TempDir(), "cid")
+	run := exec.Command("docker", "run", "-i", "--rm", "--cpus", "0.5", "--cidfile", cidFile, "--label", "dev.longhaul.test=probes", tag)
+	stdin, _ := run.StdinPipe()
+	stdout, _ := run.StdoutPipe()
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	t.Cleanup(func() {
+		if id != "" {
+			exec.Command("docker", "rm", "-f", id).Run()
+		}
+		run.Process.Kill()
+		run.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(cidFile); err == nil && len(b) == 64 {
+			id = string(b)
+		} else if time.Now().After(deadline) {
+			t.Fatal("container did not start within 30s")
+		}
+	}
+	tc := NewThreadCPU(ThreadCPUConfig{ContainerID: id})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, _, err := tc.Sample(); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("prime: %v", err)
+		}
+	}
+	stdin.Write([]byte("go\n"))
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); !strings.HasPrefix(line, "done") {
+		t.Fatalf("container said %q, want done", line)
+	}
+	r, ok, err := tc.Sample()
+	if !ok || err != nil {
+		t.Fatalf("ok %v, err %v", ok, err)
+	}
+	t.Logf("hottest %q (main %v) of %d threads: %.2f cores, busy %.2f over %.2f s; container %.2f cores of %.2f allowed",
+		r.HottestThread, r.HottestThreadMain, r.Threads, r.HottestThreadCores, r.HottestThreadBusy, r.Seconds, r.TargetCores, r.CoresAllowed)
+	if r.HottestThread != "burn" {
+		t.Errorf("hottest thread %q, want burn", r.HottestThread)
+	}
+	// 0.5 s of CPU (plus touching 32 MiB) at most 0.5 cores: at least a second.
+	if cpu := r.TargetCores * r.Seconds; cpu < 0.45 || cpu > 0.9 {
+		t.Errorf("container threads ran %.2f s, want the burner's 0.5 s", cpu)
+	}
+	if math.Abs(r.CoresAllowed-0.5) > 1e-9 {
+		t.Errorf("cores allowed %v, want the quota 0.5", r.CoresAllowed)
 	}
 }
