@@ -280,3 +280,34 @@ func TestThreadCPUContainer(t *testing.T) {
 		t.Errorf("cores allowed %v, want the quota 0.5", r.CoresAllowed)
 	}
 }
+
+func TestCgroupQuota(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, path), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// v2: the container's own max, and a tighter parent.
+	write("v2/cpu.max", "max 100000\n")
+	write("v2/system.slice/cpu.max", "150000 100000\n")
+	write("v2/system.slice/docker-abc.scope/cpu.max", "200000 100000\n")
+	if got := cgroupQuota(filepath.Join(root, "v2"), "/system.slice/docker-abc.scope", readCPUMax); got != 1.5 {
+		t.Errorf("v2 quota %v, want the parent's 1.5", got)
+	}
+	// v1: quota -1 at the root, 50 ms per 100 ms in the container.
+	write("cpu/cpu.cfs_quota_us", "-1\n")
+	write("cpu/cpu.cfs_period_us", "100000\n")
+	write("cpu/docker/abc/cpu.cfs_quota_us", "50000\n")
+	write("cpu/docker/abc/cpu.cfs_period_us", "100000\n")
+	if got := cgroupQuota(filepath.Join(root, "cpu"), "/docker/abc", readCFSQuota); got != 0.5 {
+		t.Errorf("v1 quota %v, want 0.5", got)
+	}
+	if got := cgroupQuota(filepath.Join(root, "cpu"), "/", readCFSQuota); got != 0 {
+		t.Errorf("no quota read as %v, want 0", got)
+	}
+}
