@@ -136,7 +136,7 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 		run, wait, share := med(drv), med(drvWait), med(waitShare)
 		note("driver_cores", run)
 		note("driver_wait_cores", wait)
-		note("driver_wait_share_of_p50", share)
+		note("driver_wait_p50_share", share)
 		switch {
 		case wait >= driverMinWaitCPU && share >= driverWaitShare:
 			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver was short of CPU beyond the knee: its threads waited for a CPU %s s per second, %s of the p50 latency per request, so these latencies are partly its own wait — %s",

@@ -406,6 +406,9 @@ func findingViews(fs []analysis.Finding) []findingView {
 		if e.Cause != "" {
 			add("cause", strings.ReplaceAll(e.Cause, "_", " "))
 		}
+		if e.Thread != "" {
+			add("busiest thread", e.Thread)
+		}
 		keys := make([]string, 0, len(e.Notes))
 		for k := range e.Notes {
 			keys = append(keys, k)
