@@ -500,7 +500,10 @@ func (t *ThreadCPU) coresAllowed(pid int) float64 {
 			}
 		}
 	}
-	if cores == 0 && t.proc == "/proc" {
+	if t.proc != "/proc" {
+		return cores // a test's /proc: the host's cgroups are not its
+	}
+	if cores == 0 {
 		cores = float64(runtime.NumCPU())
 	}
 	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
