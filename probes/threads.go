@@ -49,6 +49,7 @@ type ThreadCPU struct {
 	prevT  map[procKey]threadTimes // target threads by (tid, start)
 	prevD  map[procKey]threadTimes // database threads
 	prevS  map[procKey]threadTimes // driver threads
+	next   map[procKey]threadTimes // the map being filled, swapped with a prev
 	cgroup map[procKey]bool        // container membership, by process
 	buf    []byte
 	procs  []threadStat
@@ -170,7 +171,7 @@ func NewThreadCPU(cfg ThreadCPUConfig) *ThreadCPU {
 		proc: cfg.Proc, hz: float64(hz), self: cfg.Self, cores: cfg.CoresAllowed,
 		target:   newSelector(cfg.PID, cfg.ContainerID),
 		database: newSelector(cfg.DatabasePID, cfg.DatabaseContainerID),
-		prevT:    map[procKey]threadTimes{}, prevD: map[procKey]threadTimes{}, prevS: map[procKey]threadTimes{},
+		prevT:    map[procKey]threadTimes{}, prevD: map[procKey]threadTimes{}, prevS: map[procKey]threadTimes{}, next: map[procKey]threadTimes{},
 		cgroup: map[procKey]bool{}, buf: make([]byte, 0, 1024), byPID: map[int]int{},
 	}
 	if t.proc == "" {
@@ -221,7 +222,7 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 	r.HasBusy = true
 
 	// The target's threads.
-	nextT := make(map[procKey]threadTimes, len(t.prevT))
+	nextT := t.swap()
 	var target, hottest threadTimes
 	found := false
 	for i := range t.procs {
@@ -248,7 +249,7 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 			r.CoresAllowed = t.coresAllowed(p.pid)
 		}
 	}
-	t.prevT = nextT
+	t.prevT, t.next = nextT, t.prevT
 	if !found || r.Threads == 0 {
 		t.primed = false
 		return ThreadReading{}, false, fmt.Errorf("thread cpu: %w", ErrNoThreads)
@@ -257,7 +258,7 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 	// The database's processes.
 	var db threadTimes
 	if t.database.set() {
-		nextD := make(map[procKey]threadTimes, len(t.prevD))
+		nextD := t.swap()
 		for i := range t.procs {
 			p := &t.procs[i]
 			if !t.in(t.database, p.pid) {
@@ -274,11 +275,11 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 			})
 		}
 		r.Database = len(nextD) > 0
-		t.prevD = nextD
+		t.prevD, t.next = nextD, t.prevD
 	}
 
 	// The driver: this process's threads.
-	nextS := make(map[procKey]threadTimes, len(t.prevS))
+	nextS := t.swap()
 	var drv threadTimes
 	t.readThreads(t.self, func(tid int, _ []byte, start uint64, c threadTimes, busy bool) {
 		k := procKey{tid, start}
@@ -290,7 +291,7 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 		r.HasBusy = r.HasBusy && busy
 	})
 	r.Driver = len(nextS) > 0
-	t.prevS = nextS
+	t.prevS, t.next = nextS, t.prevS
 
 	primed, since := t.primed, now.Sub(t.at).Seconds()
 	t.primed, t.at = true, now
@@ -309,6 +310,13 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 		r.CoresAllowed = t.cores
 	}
 	return r, true, nil
+}
+
+// swap returns the spare map, emptied, to fill as the next readings; the
+// caller puts it in place of a prev map and keeps that as the spare.
+func (t *ThreadCPU) swap() map[procKey]threadTimes {
+	clear(t.next)
+	return t.next
 }
 
 // scan reads every process's stat: one pass over /proc.
