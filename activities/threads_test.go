@@ -25,7 +25,7 @@ func TestServerProbesThreads(t *testing.T) {
 		want bool
 	}{{"process probe on", scenarios.Probes{}, true}, {"process probe off", scenarios.Probes{Process: &off}, false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ServerProbes(logger)(ctx, Environment{PID: os.Getpid()}, tt.spec)
+			p, err := ServerProbes(logger)(ctx, Environment{PID: os.Getpid(), TargetURL: "http://127.0.0.1:1"}, tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
