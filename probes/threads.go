@@ -28,12 +28,12 @@ import (
 // the target's and the database's processes: a local process tree — the
 // root, its descendants and its process group, as ProcessTree — or a
 // container's processes by their cgroup, seen through the host's /proc),
-// /proc/<pid>/task/<tid>/stat of each of the target's processes (utime and
-// stime per thread, and the thread's name, comm), and
-// /proc/self/task/<tid>/schedstat for the driver (time on a CPU and time
-// runnable but waiting for one, in nanoseconds). A thread or process that
-// exits between two samples loses its last partial window; one that starts
-// counts from zero.
+// and then, for each thread of the target's, the database's and longhaul's
+// own processes, /proc/<pid>/task/<tid>/stat (its name, comm, and its
+// utime+stime in clock ticks) and /proc/<pid>/task/<tid>/schedstat (its time
+// on a CPU and its time runnable but waiting for one, in nanoseconds; the
+// more precise, so it wins). A thread that exits between two samples loses
+// its last partial window; one that starts counts from zero.
 //
 // Linux only. A ThreadCPU is not safe for concurrent use.
 type ThreadCPU struct {
