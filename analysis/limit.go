@@ -134,10 +134,16 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	case latText != "":
 		summary += " — flat throughput with rising latency means a saturated resource"
 	}
+	sev := o.Severity
 	if driver != "" {
+		// Loudly: first in the line, and at least a warning, since the
+		// run's latencies are not the target's alone.
 		summary = driver + ". " + summary
+		if sev.Rank() < Warning.Rank() {
+			sev = Warning
+		}
 	}
-	return Finding{Kind: KindThroughputLimit, Severity: o.Severity, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
+	return Finding{Kind: KindThroughputLimit, Severity: sev, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
 }
 
 // kneeAt returns the lowest level at which the running median of throughput

@@ -148,6 +148,9 @@ func TestThroughputLimitNamesTheWall(t *testing.T) {
 			if got := ev.Notes["driver_short_of_cpu"] == 1; got != tt.driverBad {
 				t.Errorf("driver_short_of_cpu %v, want %v", got, tt.driverBad)
 			}
+			if want := map[bool]Severity{false: Info, true: Warning}[tt.driverBad]; f.Severity != want {
+				t.Errorf("severity %s, want %s", f.Severity, want)
+			}
 			if tt.probe != nil {
 				if _, ok := ev.Notes["hottest_thread_cores"]; !ok {
 					t.Errorf("no hottest_thread_cores in the evidence: %v", ev.Notes)
