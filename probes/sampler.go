@@ -55,6 +55,8 @@ const (
 	ProbeDatabase  = "database"
 	ProbeSQLite    = "database.sqlite"
 	ProbeConns     = "connections"
+	// ProbeThreads is ThreadCPU, which the caller runs beside the Sampler.
+	ProbeThreads = "threads"
 )
 
 // Config says what to sample and where.

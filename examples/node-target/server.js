@@ -3,6 +3,7 @@
 //   PORT=8080 node --inspect=127.0.0.1:9229 server.js
 //   LEAK_BYTES=2048 PORT=8080 node --inspect=127.0.0.1:9229 server.js   # the leaky twin
 //   LEAK_BUFFER_BYTES=2048 PORT=8080 node --inspect=127.0.0.1:9229 server.js   # leaks off the heap
+//   BURN_US=2000 PORT=8080 node server.js   # every request burns 2 ms of CPU on the JavaScript thread
 //
 // Routes: GET /health → 200 "ok"; anything else → 200 with a small JSON body.
 // With LEAK_BYTES=N (> 0), every request retains N more bytes on the V8 heap
@@ -12,6 +13,9 @@
 // instead: its bytes live outside the V8 heap (process.memoryUsage()
 // external and arrayBuffers, and the RSS grow; the heap only by the Buffer's
 // small JavaScript object).
+// With BURN_US=N (> 0), every request but /health spins synchronously in
+// burn() until the process has used N µs more CPU: a per-request hot loop
+// on the one JavaScript thread, which pins it near a full core under load.
 // PORT=0 (the default) picks a free port. HOST is the address to listen on
 // (default 127.0.0.1; a container image sets 0.0.0.0). Once listening it
 // prints one line, "listening on http://HOST:PORT", to stdout.
@@ -21,10 +25,23 @@ const http = require('node:http');
 
 const leakBytes = Math.max(0, parseInt(process.env.LEAK_BYTES || '0', 10) || 0);
 const leakBufferBytes = Math.max(0, parseInt(process.env.LEAK_BUFFER_BYTES || '0', 10) || 0);
+const burnMicros = Math.max(0, parseInt(process.env.BURN_US || '0', 10) || 0);
 const port = parseInt(process.env.PORT || '0', 10) || 0;
 const host = process.env.HOST || '127.0.0.1';
 const retained = [];
 let served = 0;
+
+// burn spins until the process has used us µs more CPU (process.cpuUsage:
+// user + system), checking every thousand iterations.
+function burn(us) {
+  const start = process.cpuUsage();
+  let x = 0;
+  for (;;) {
+    for (let i = 0; i < 1000; i++) x = (x * 31 + i) | 0;
+    const d = process.cpuUsage(start);
+    if (d.user + d.system >= us) return x;
+  }
+}
 
 const server = http.createServer((req, res) => {
   served++;
@@ -47,6 +64,7 @@ const server = http.createServer((req, res) => {
     res.end('ok');
     return;
   }
+  if (burnMicros > 0) burn(burnMicros);
   const body = JSON.stringify({ served, path: req.url });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
