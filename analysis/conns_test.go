@@ -23,23 +23,32 @@ func TestUnclosedConnections(t *testing.T) {
 		return ws
 	}
 	tests := []struct {
-		name string
-		cw   func(i int, r *rand.Rand) int64
-		want bool
+		name     string
+		cw       func(i int, r *rand.Rand) int64
+		timeouts int64 // per window
+		want     bool
 	}{
-		{"a server that never closes", func(i int, r *rand.Rand) int64 { return int64(6*i + r.IntN(3)) }, true},
-		{"a healthy server: a few in passing", func(i int, r *rand.Rand) int64 { return int64(r.IntN(4)) }, false},
-		{"a rise below MinRise", func(i int, r *rand.Rand) int64 { return int64(i / 3) }, false},
+		{"a server that never closes", func(i int, r *rand.Rand) int64 { return int64(6*i + r.IntN(3)) }, 0, true},
+		{"never closes, beside a few timeouts", func(i int, r *rand.Rand) int64 { return int64(6*i + r.IntN(3)) }, 1, true},
+		{"a healthy server: a few in passing", func(i int, r *rand.Rand) int64 { return int64(r.IntN(4)) }, 0, false},
+		{"a rise below MinRise", func(i int, r *rand.Rand) int64 { return int64(i / 3) }, 0, false},
+		// A server stuck at its memory limit: each timed-out request's
+		// connection waits in CLOSE_WAIT for its handler.
+		{"a stuck server's timed-out requests", func(i int, r *rand.Rand) int64 { return int64(6*i + r.IntN(3)) }, 8, false},
 		{"a burst that went away", func(i int, r *rand.Rand) int64 {
 			if i >= 10 && i < 15 {
 				return 200
 			}
 			return 0
-		}, false},
+		}, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Analyze(run(tc.cw), DefaultOptions())
+			ws := run(tc.cw)
+			for i := range ws {
+				ws[i].Errors.Timeout = tc.timeouts
+			}
+			res := Analyze(ws, DefaultOptions())
 			var got *Finding
 			for i, f := range res.Findings {
 				if f.Kind == KindUnclosedConnections {
