@@ -464,21 +464,7 @@ func parseThreadStat(b []byte) (comm []byte, st threadStat, ok bool) {
 	b = b[end+1:]
 	// Fields after the name, numbered as in proc(5): 4 ppid, 5 pgrp,
 	// 14 utime, 15 stime, 22 starttime.
-	field := 2
-	for len(b) > 0 {
-		for len(b) > 0 && b[0] == ' ' {
-			b = b[1:]
-		}
-		if len(b) == 0 {
-			break
-		}
-		j := bytes.IndexByte(b, ' ')
-		if j < 0 {
-			j = len(b)
-		}
-		tok := bytes.TrimRight(b[:j], "\n")
-		b = b[j:]
-		field++
+	for field, tok := range statFields(b) {
 		switch field {
 		case 4:
 			st.ppid = int(atoi(tok))
