@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/longhaul-dev/longhaul/netns"
+	"github.com/longhaul-dev/longhaul/probes"
 )
 
 // targetRoute is this worker's way to an environment's target, opened: the
@@ -31,6 +32,21 @@ func openRoute(env Environment, log *slog.Logger, user string) targetRoute {
 		return targetRoute{URL: env.TargetURL}
 	}
 	return targetRoute{URL: env.NetNS.URL, Dial: n.DialContext, ns: n}
+}
+
+// tcpTables reads the socket tables of the network namespace the target
+// listens in: the container's, on the netns route; a local process's own
+// (pid); nil when neither is known (a container reached through its
+// published port: the host's table holds docker-proxy's connections, not
+// the target's).
+func (r targetRoute) tcpTables(pid int) func() ([][]byte, error) {
+	switch {
+	case r.ns != nil:
+		return r.ns.TCPTables
+	case pid > 0:
+		return probes.ProcTCPTables(pid)
+	}
+	return nil
 }
 
 // inNamespace reports whether connections go inside the target's namespace.

@@ -124,6 +124,7 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 		}
 		s, err := probes.New(probes.Config{
 			Spec: spec, TargetURL: route.URL, Dial: route.Dial, PID: env.PID, ContainerID: env.ContainerID,
+			TCPTables:   route.tcpTables(env.PID),
 			DatabaseURL: env.DatabaseURL, SQLitePath: sqlitePath, Logger: logger,
 		})
 		if err != nil {
@@ -150,6 +151,11 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 			Containers: []string{env.ContainerID, env.DatabaseContainerID},
 		})}
 		p.host.Sample() // prime: the first window's reading covers the first window
+		if (spec.Process == nil || *spec.Process) && (env.PID > 0 || env.ContainerID != "") {
+			p.threads = probes.NewThreadCPU(probes.ThreadCPUConfig{PID: env.PID, ContainerID: env.ContainerID,
+				DatabasePID: env.DatabasePID, DatabaseContainerID: env.DatabaseContainerID})
+			p.threads.Sample() // prime, like the host load
+		}
 		return p, nil
 	}
 }
@@ -272,11 +278,14 @@ func shortContainerID(id string) string {
 // serverProber is a probes.Sampler that also records failing probes in
 // each window.
 type serverProber struct {
-	s      *probes.Sampler
-	prof   *probes.Profiler // nil: no profiles
-	host   *probes.HostLoad
-	static []window.ProbeFailure // failures known at start that last the whole drive
-	route  targetRoute
+	s    *probes.Sampler
+	prof *probes.Profiler // nil: no profiles
+	host *probes.HostLoad
+	// threads reads where the target's, its database's and longhaul's CPU
+	// went, thread by thread; nil for a target longhaul does not run.
+	threads *probes.ThreadCPU
+	static  []window.ProbeFailure // failures known at start that last the whole drive
+	route   targetRoute
 }
 
 var (
@@ -302,6 +311,13 @@ func (p *serverProber) Sample(ctx context.Context, w *window.Window) {
 	p.s.Sample(ctx, w)
 	if f, ok := p.host.Sample(); ok {
 		w.Probes.HostForeignCPU = &f
+	}
+	if p.threads != nil {
+		if r, ok, err := p.threads.Sample(); ok {
+			r.Fill(&w.Probes)
+		} else if err != nil {
+			w.ProbeFailures = append(w.ProbeFailures, window.ProbeFailure{Probe: probes.ProbeThreads, Error: err.Error()})
+		}
 	}
 	for _, pr := range p.s.Problems() {
 		w.ProbeFailures = append(w.ProbeFailures, window.ProbeFailure{Probe: pr.Probe, Error: pr.Message})

@@ -68,12 +68,15 @@ func Analyze(ws []window.Window, opts Options) Result {
 	var lastMissing []string
 	runStart := firstStart(ws)
 	for _, inc := range a.split(ws) {
-		fs := inc.crashes(runStart)
+		fs := append(inc.crashes(runStart), inc.databaseStops(runStart)...)
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
 		}
 		if f, ok := a.pauses(inc); ok {
+			fs = append(fs, f)
+		}
+		if f, ok := a.unclosedConnections(inc); ok {
 			fs = append(fs, f)
 		}
 		if f, ok := a.rateMissed(inc); ok {
@@ -137,7 +140,7 @@ func firstStart(ws []window.Window) time.Time {
 
 func kindOrder(k string) int {
 	switch k {
-	case KindCrash:
+	case KindCrash, KindDatabaseStop:
 		return -1
 	case KindLeak:
 		return 0
@@ -149,14 +152,16 @@ func kindOrder(k string) int {
 		return 3
 	case KindPauses:
 		return 4
-	case KindRateMissed:
+	case KindUnclosedConnections:
 		return 5
-	case KindInsufficientData:
+	case KindRateMissed:
 		return 6
-	case KindMissingEvidence:
+	case KindInsufficientData:
 		return 7
+	case KindMissingEvidence:
+		return 8
 	}
-	return 8
+	return 9
 }
 
 type analyzer struct {

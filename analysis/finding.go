@@ -72,8 +72,13 @@ type Evidence struct {
 	After  float64 `json:"after,omitempty"`
 	Unit   string  `json:"unit,omitempty"`
 	// Cause names the likely cause where a detector tells causes apart
-	// (rate_missed: CauseTargetLatency, CauseMaxVUs, CauseDriverCPU).
+	// (rate_missed: CauseTargetLatency, CauseMaxVUs, CauseDriverCPU;
+	// throughput_limit: CauseSingleThread, CauseTargetCores,
+	// CauseDatabaseCPU, CauseNoCPU).
 	Cause string `json:"cause,omitempty"`
+	// Thread is the target's busiest thread's name beyond a throughput
+	// limit's knee (throughput_limit, with the thread probe's readings).
+	Thread string `json:"thread,omitempty"`
 	// Missing names the probe data a detector needed and did not find.
 	Missing []string `json:"missing,omitempty"`
 	// Notes carries any other figure worth showing, keyed by name.

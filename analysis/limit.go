@@ -63,10 +63,12 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 	k := bestK
 	var beyond, lat series
 	var dropped float64
+	var beyondPos []int
 	for j, x := range pts.x {
 		if x < k {
 			continue
 		}
+		beyondPos = append(beyondPos, pts.pos[j])
 		w := inc.ws[pts.pos[j]]
 		beyond.add(x, pts.y[j], pts.pos[j])
 		if l := w.LatencyMs.P50; l > 0 {
@@ -125,10 +127,23 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 		summary = fmt.Sprintf("throughput levelled off at ≈%s req/s from ≈%s %s: going on to %s %s changed it by %+.0f %%%s",
 			fmtCount(plateau), fmtCount(knee), unit, fmtCount(xmax), unit, gain*100, latText)
 	}
-	if latText != "" {
+	wall, driver := a.wall(inc, beyondPos, knee, unit, latText != "", &ev)
+	switch {
+	case wall != "":
+		summary += " — " + wall
+	case latText != "":
 		summary += " — flat throughput with rising latency means a saturated resource"
 	}
-	return Finding{Kind: KindThroughputLimit, Severity: o.Severity, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
+	sev := o.Severity
+	if driver != "" {
+		// Loudly: first in the line, and at least a warning, since the
+		// run's latencies are not the target's alone.
+		summary = driver + ". " + summary
+		if sev.Rank() < Warning.Rank() {
+			sev = Warning
+		}
+	}
+	return Finding{Kind: KindThroughputLimit, Severity: sev, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
 }
 
 // kneeAt returns the lowest level at which the running median of throughput

@@ -25,6 +25,7 @@ type Options struct {
 
 	Leak            LeakOptions
 	Pauses          PausesOptions
+	Connections     ConnectionsOptions
 	Collapse        CollapseOptions
 	ErrorSurge      ErrorSurgeOptions
 	ThroughputLimit ThroughputLimitOptions
@@ -105,6 +106,22 @@ type LeakOptions struct {
 	// about as much as the heap (share ≈ 1); a Buffer retained per request
 	// grows the heap only by its small JavaScript object (≈ 0.1).
 	MaxHeapShare float64
+}
+
+// ConnectionsOptions tune the unclosed-connections detector: the target's
+// CLOSE_WAIT connections growing over the run.
+type ConnectionsOptions struct {
+	// MinWindows is the fewest windows with connection readings. Default 8.
+	MinWindows int
+	// Alpha is the one-sided Mann–Kendall p-value of the rise. Default 0.01.
+	Alpha float64
+	// MinRise and Factor: the median of the last quarter must be at least
+	// MinRise connections above the first quarter's, and Factor times it.
+	// Defaults 20 and 2: a server closes what its clients closed within
+	// milliseconds, so a handful in CLOSE_WAIT at a window's close is
+	// timing; twenty more, and still rising, is not.
+	MinRise float64
+	Factor  float64
 }
 
 // PausesOptions tune the pauses detector: the per-window p99 of a Node.js
@@ -333,6 +350,7 @@ func DefaultOptions() Options {
 			GCPauseHighMs:         50,
 			MinLatencyCorrelation: 0.5,
 		},
+		Connections: ConnectionsOptions{MinWindows: 8, Alpha: 0.01, MinRise: 20, Factor: 2},
 		Collapse: CollapseOptions{
 			MinWindows:            8,
 			Alpha:                 0.01,
@@ -410,6 +428,12 @@ func (o Options) withDefaults() Options {
 	def(&pa.EventLoopHighMs, dp.EventLoopHighMs)
 	def(&pa.GCPauseHighMs, dp.GCPauseHighMs)
 	def(&pa.MinLatencyCorrelation, dp.MinLatencyCorrelation)
+
+	cn, dcn := &o.Connections, d.Connections
+	def(&cn.MinWindows, dcn.MinWindows)
+	def(&cn.Alpha, dcn.Alpha)
+	def(&cn.MinRise, dcn.MinRise)
+	def(&cn.Factor, dcn.Factor)
 
 	c, dc := &o.Collapse, d.Collapse
 	def(&c.MinWindows, dc.MinWindows)

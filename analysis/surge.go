@@ -113,9 +113,36 @@ func (a *analyzer) errorSurge(inc *incarnation) (Finding, bool, bool) {
 	// The dominant class travels in Notes as a count keyed by name, so the
 	// evidence stays a flat set of figures.
 	ev.Notes["errors_"+dom.String()] = float64(domN)
-	return Finding{
-		Kind: KindErrorSurge, Severity: sev, Incarnation: inc.num, Evidence: ev,
-		Summary: fmt.Sprintf("%s (windows %d–%d: %s errors, mostly %s, %s of them)",
-			what, first, last, fmtCount(endErrs), dom, fmtPct(share)),
-	}, true, false
+	summary := fmt.Sprintf("%s (windows %d–%d: %s errors, mostly %s, %s of them)",
+		what, first, last, fmtCount(endErrs), dom, fmtPct(share))
+	// A sustained surge is judged on the last quarter, a burst on its own
+	// windows; the database may have stopped anywhere after the first
+	// quarter's baseline for the one, and just before the burst for the other.
+	from := first - 1
+	if lo == n-q {
+		from = inc.ws[pos[min(q, n-1)]].Index - 1
+	}
+	if w, ok := inc.databaseStoppedIn(from, last); ok {
+		// The errors' cause, where longhaul saw it: the database's process or
+		// container stopped.
+		summary += fmt.Sprintf("; the database stopped in window %d", w)
+		ev.Notes["database_stopped_window"] = float64(w)
+	}
+	return Finding{Kind: KindErrorSurge, Severity: sev, Incarnation: inc.num, Evidence: ev, Summary: summary}, true, false
+}
+
+// databaseStoppedIn returns the index of the first window in [from, to]
+// (window indexes) in which the drive found the database stopped.
+func (inc *incarnation) databaseStoppedIn(from, to int) (int, bool) {
+	for _, w := range inc.all {
+		if w.Index < from || w.Index > to {
+			continue
+		}
+		for _, ev := range w.Events {
+			if ev.Kind == window.EventDatabaseExit {
+				return w.Index, true
+			}
+		}
+	}
+	return 0, false
 }

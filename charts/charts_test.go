@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/longhaul-dev/longhaul/store"
@@ -399,6 +401,18 @@ func TestListen(t *testing.T) {
 	}
 	if _, err := Listen(Options{Store: u.st, Addr: "nonsense"}); err == nil {
 		t.Error("Listen(nonsense) succeeded")
+	}
+	taken := strings.SplitN(ui.URL(), "/", 4)[2]
+	if _, err := Listen(Options{Store: u.st, Addr: taken}); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("Listen on the taken %s: %v, want EADDRINUSE", taken, err)
+	}
+	other, err := Listen(Options{Store: u.st, Addr: taken, AnyPortIfTaken: true})
+	if err != nil {
+		t.Fatalf("Listen on the taken %s with AnyPortIfTaken: %v", taken, err)
+	}
+	defer other.Close()
+	if !strings.HasPrefix(other.URL(), "http://127.0.0.1:") || other.URL() == ui.URL() {
+		t.Errorf("AnyPortIfTaken: %s, want another port of 127.0.0.1 than %s", other.URL(), ui.URL())
 	}
 }
 

@@ -2,13 +2,16 @@ package charts
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/equivalence"
+	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -77,5 +80,15 @@ func TestComparisonPage(t *testing.T) {
 	var b strings.Builder
 	if err := WriteComparisonPage(context.Background(), &b, u.st, id); err != nil || !strings.Contains(b.String(), "<style>") {
 		t.Errorf("standalone comparison page: %v", err)
+	}
+	// WriteStoredPage finds either kind by its id.
+	for _, id := range []string{id, "run-1"} {
+		var b strings.Builder
+		if err := WriteStoredPage(context.Background(), &b, u.st, id); err != nil || !strings.Contains(b.String(), "<style>") {
+			t.Errorf("WriteStoredPage(%s): %v", id, err)
+		}
+	}
+	if err := WriteStoredPage(context.Background(), io.Discard, u.st, "nope"); !errors.Is(err, report.ErrNotStored) {
+		t.Errorf("WriteStoredPage(nope): %v, want report.ErrNotStored", err)
 	}
 }

@@ -439,6 +439,15 @@ func optNaN(p *float64) float64 {
 	return *p
 }
 
+// threadBusy is how busy the target's busiest thread was: its busy share,
+// else its CPU share, else NaN.
+func threadBusy(p window.Probes) float64 {
+	if p.HottestThreadBusy != nil {
+		return *p.HottestThreadBusy
+	}
+	return optNaN(p.HottestThreadCores)
+}
+
 func windowTable(tl *timeline, q runQuery, base string) tableView {
 	n := len(tl.spans)
 	t := tableView{Pages: max(1, (n+tablePageSize-1)/tablePageSize), PageNum: max(q.TablePage, 1), Cols: columnsOf(tl.spans)}
@@ -452,7 +461,7 @@ func windowTable(tl *timeline, q runQuery, base string) tableView {
 		row := tableRow{At: fmtElapsed(tl.x0[i]), Requests: sp.Requests, RPS: sp.RPS, Dropped: sp.Dropped, Gap: sp.Gap, Incarnation: sp.LastIncarnation,
 			P50: sp.LatencyMs.P50, P90: sp.LatencyMs.P90, P95: sp.LatencyMs.P95, P99: sp.LatencyMs.P99, P999: sp.LatencyMs.P999, Max: sp.LatencyMs.Max, Few: sp.Requests < FewSamples,
 			CPU: deref(sp.Probes.CPUMicrosPerRequest), RSS: mib(sp.Probes.RSSBytes), Heap: mib(sp.Probes.HeapBytes), ForcedGC: sp.Probes.HeapForcedGC, RowsRead: math.NaN(),
-			AllocKiB: allocKiB(sp), GCPer1k: optNaN(sp.Probes.GCPer1kRequests)}
+			AllocKiB: allocKiB(sp), GCPer1k: optNaN(sp.Probes.GCPer1kRequests), Thread: sp.Probes.HottestThread, ThreadBusy: threadBusy(sp.Probes)}
 		if sp.Windows > 1 {
 			row.Windows = fmt.Sprintf("%d–%d", sp.Index, sp.LastIndex)
 			t.Merged = true
@@ -502,6 +511,11 @@ var csvOptional = []struct {
 }{
 	{"alloc_bytes_per_request", func(p window.Probes) *float64 { return p.AllocBytesPerRequest }},
 	{"gc_per_1k_requests", func(p window.Probes) *float64 { return p.GCPer1kRequests }},
+	{"hottest_thread_cores", func(p window.Probes) *float64 { return p.HottestThreadCores }},
+	{"hottest_thread_busy", func(p window.Probes) *float64 { return p.HottestThreadBusy }},
+	{"target_busy_cores", func(p window.Probes) *float64 { return p.TargetBusyCores }},
+	{"database_busy_cores", func(p window.Probes) *float64 { return p.DatabaseBusyCores }},
+	{"driver_busy_cores", func(p window.Probes) *float64 { return p.DriverBusyCores }},
 	{"gc_cpu_share", func(p window.Probes) *float64 { return p.GCCPUShare }},
 	{"xact_per_request", func(p window.Probes) *float64 {
 		if p.Database == nil {

@@ -406,6 +406,9 @@ func findingViews(fs []analysis.Finding) []findingView {
 		if e.Cause != "" {
 			add("cause", strings.ReplaceAll(e.Cause, "_", " "))
 		}
+		if e.Thread != "" {
+			add("busiest thread", e.Thread)
+		}
 		keys := make([]string, 0, len(e.Notes))
 		for k := range e.Notes {
 			keys = append(keys, k)
@@ -447,12 +450,16 @@ type tableRow struct {
 	Few                      bool
 	CPU, RSS, Heap, RowsRead float64
 	AllocKiB, GCPer1k        float64 // per request, per 1,000 requests; NaN: no reading
-	ForcedGC, Gap            bool
-	Incarnation              int
+	// Thread is the target's busiest thread and ThreadBusy how busy it was
+	// (its CPU share where the busy time was not read; NaN: no reading).
+	Thread        string
+	ThreadBusy    float64
+	ForcedGC, Gap bool
+	Incarnation   int
 }
 
 // probeCols are the window table's optional columns.
-type probeCols struct{ CPU, RSS, Heap, RowsRead, Alloc bool }
+type probeCols struct{ CPU, RSS, Heap, RowsRead, Alloc, Thread bool }
 
 // columnsOf says which probe readings the spans have.
 func columnsOf(spans []store.Span) probeCols {
@@ -464,6 +471,7 @@ func columnsOf(spans []store.Span) probeCols {
 		c.Heap = c.Heap || p.HeapBytes != nil
 		c.RowsRead = c.RowsRead || p.Database != nil
 		c.Alloc = c.Alloc || p.AllocBytesPerRequest != nil || p.GCPer1kRequests != nil
+		c.Thread = c.Thread || p.HottestThreadCores != nil
 	}
 	return c
 }
@@ -471,7 +479,7 @@ func columnsOf(spans []store.Span) probeCols {
 // width is the table's column count with these probe columns.
 func (c probeCols) width() int {
 	n := 12 // window, at, requests, req/s, errors, dropped, six latencies
-	for _, on := range []bool{c.CPU, c.RSS, c.Heap, c.RowsRead, c.Alloc, c.Alloc} {
+	for _, on := range []bool{c.CPU, c.RSS, c.Heap, c.RowsRead, c.Alloc, c.Alloc, c.Thread} {
 		if on {
 			n++
 		}

@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
@@ -74,6 +75,10 @@ type Options struct {
 	// says there is no Temporal server to ask; a schedule's own page reads
 	// the store and works without).
 	Schedules Schedules
+	// AnyPortIfTaken: when Addr's port is taken, Listen serves on a free
+	// port of the same host instead (`longhaul dev`, whose UI is a
+	// convenience, not an address anyone configured).
+	AnyPortIfTaken bool
 }
 
 // DefaultAddr is the UI's address when Options.Addr is empty.
@@ -285,6 +290,10 @@ func Listen(opts Options) (*Running, error) {
 		return nil, fmt.Errorf("ui address %s is not loopback: it needs a token (--token or LONGHAUL_UI_TOKEN)", opts.Addr)
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil && opts.AnyPortIfTaken && errors.Is(err, syscall.EADDRINUSE) {
+		opts.Addr = net.JoinHostPort(host, "0")
+		ln, err = net.Listen("tcp", opts.Addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ui address %s: %w", opts.Addr, err)
 	}

@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // WriteRunPage writes the page of run id as one self-contained HTML file
@@ -49,4 +53,23 @@ func standaloneCSP(p page) string {
 		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	}
 	return "default-src 'none'; script-src " + h(string(p.JS)) + "; style-src " + h(string(p.CSS)) + "; img-src data:; base-uri 'none'; form-action 'none'"
+}
+
+// WriteStoredPage writes the page of the stored run or comparison id as one
+// self-contained HTML file (longhaul report ID --format html); its error is
+// report.ErrNotStored when the store has neither.
+func WriteStoredPage(ctx context.Context, w io.Writer, st Reader, id string) error {
+	_, err := st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		if cr, ok := st.(ComparisonReader); ok {
+			if _, cerr := cr.GetComparison(ctx, id); cerr == nil {
+				return WriteComparisonPage(ctx, w, st, id)
+			}
+		}
+		return report.ErrNotStored
+	}
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", id, err)
+	}
+	return WriteRunPage(ctx, w, st, id)
 }

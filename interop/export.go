@@ -133,6 +133,16 @@ var csvOptional = []struct {
 		}
 		return optF(p.Database.XactPerRequest)
 	}},
+	// Where the CPU went, thread by thread (probes.ThreadCPU).
+	{"hottest_thread", func(p window.Probes) string { return p.HottestThread }},
+	{"hottest_thread_cores", func(p window.Probes) string { return optF(p.HottestThreadCores) }},
+	{"hottest_thread_busy", func(p window.Probes) string { return optF(p.HottestThreadBusy) }},
+	{"target_busy_cores", func(p window.Probes) string { return optF(p.TargetBusyCores) }},
+	{"cores_allowed", func(p window.Probes) string { return optF(p.CoresAllowed) }},
+	{"database_cores", func(p window.Probes) string { return optF(p.DatabaseCores) }},
+	{"database_busy_cores", func(p window.Probes) string { return optF(p.DatabaseBusyCores) }},
+	{"driver_cores", func(p window.Probes) string { return optF(p.DriverCores) }},
+	{"driver_busy_cores", func(p window.Probes) string { return optF(p.DriverBusyCores) }},
 }
 
 func writeCSV(out io.Writer, ws []window.Window) error {

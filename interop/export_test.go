@@ -266,3 +266,25 @@ func TestExportRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestExportThreadColumns: the thread probe's readings get their CSV
+// columns, the thread's name as text.
+func TestExportThreadColumns(t *testing.T) {
+	ws := exportWindows(t, 1)
+	cores, busy, allowed := 0.42, 0.99, 2.0
+	ws[1].Probes.HottestThread, ws[1].Probes.HottestThreadCores, ws[1].Probes.HottestThreadBusy, ws[1].Probes.CoresAllowed = "node", &cores, &busy, &allowed
+	rows, err := csv.NewReader(bytes.NewReader(export(t, ws, FormatCSV, ExportOptions{}))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := rows[0]
+	for _, c := range []struct{ col, want string }{{"hottest_thread", "node"}, {"hottest_thread_cores", "0.42"}, {"hottest_thread_busy", "0.99"}, {"cores_allowed", "2"}} {
+		i := slices.Index(head, c.col)
+		if i < 0 || rows[2][i] != c.want || rows[1][i] != "" {
+			t.Errorf("column %s at %d: want %q in the second window only; rows %v / %v", c.col, i, c.want, rows[1], rows[2])
+		}
+	}
+	if slices.Contains(head, "driver_cores") {
+		t.Errorf("a column without readings: %v", head)
+	}
+}

@@ -172,9 +172,27 @@ func (n *Namespace) DialContext(ctx context.Context, network, address string) (n
 }
 
 // Listeners lists the TCP sockets listening inside the namespace (IPv4 and
-// IPv6), from /proc/thread-self/net/tcp{,6} read on a thread inside it.
+// IPv6).
 func (n *Namespace) Listeners() ([]netip.AddrPort, error) {
+	tables, err := n.TCPTables()
+	if err != nil {
+		return nil, err
+	}
 	var out []netip.AddrPort
+	for i, b := range tables {
+		ls, err := parseListeners(b)
+		if err != nil {
+			return nil, fmt.Errorf("listeners in %s: table %d: %w", n.path, i, err)
+		}
+		out = append(out, ls...)
+	}
+	return out, nil
+}
+
+// TCPTables reads the namespace's TCP socket tables, /proc/thread-self/net/tcp
+// and tcp6 (absent when IPv6 is disabled), on a thread inside it.
+func (n *Namespace) TCPTables() ([][]byte, error) {
+	var out [][]byte
 	err := n.do(func() error {
 		for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
 			b, err := os.ReadFile(f)
@@ -182,13 +200,9 @@ func (n *Namespace) Listeners() ([]netip.AddrPort, error) {
 				continue // IPv6 disabled
 			}
 			if err != nil {
-				return fmt.Errorf("listeners in %s: %w", n.path, err)
+				return fmt.Errorf("socket tables in %s: %w", n.path, err)
 			}
-			ls, err := parseListeners(b)
-			if err != nil {
-				return fmt.Errorf("listeners in %s: %s: %w", n.path, f, err)
-			}
-			out = append(out, ls...)
+			out = append(out, b)
 		}
 		return nil
 	})

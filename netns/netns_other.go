@@ -34,6 +34,9 @@ func (n *Namespace) DialContext(ctx context.Context, network, address string) (n
 // Listeners returns ErrUnsupported.
 func (n *Namespace) Listeners() ([]netip.AddrPort, error) { return nil, ErrUnsupported }
 
+// TCPTables is not supported off Linux.
+func (n *Namespace) TCPTables() ([][]byte, error) { return nil, ErrUnsupported }
+
 // LoopbackAddr returns ErrUnsupported.
 func (n *Namespace) LoopbackAddr(ctx context.Context, port int) (netip.AddrPort, error) {
 	return netip.AddrPort{}, ErrUnsupported

@@ -34,6 +34,15 @@
 //   - database: pg_stat_user_tables and pg_stat_database (PGStatsReader,
 //     DatabaseDelta).
 //
+// Beside the Sampler, two readers of the whole host's /proc take one reading
+// per window: HostLoad (the share of the machine's CPU that went to foreign
+// work) and ThreadCPU (where the CPU went thread by thread: the target's
+// busiest thread and its share of a core, the target's cores against those
+// it may use, its database's processes, longhaul's own; each as CPU got and
+// as busy time — running or waiting for a CPU — from schedstat). The caller
+// (activities.ServerProbes) fills the window with them; ThreadReading.Fill
+// sets the window fields.
+//
 // Failure policy: a probe that fails leaves its window fields nil (never
 // zero), is logged once (then at most one reminder per ReminderInterval) and
 // listed by Problems; the soak goes on. A Sample takes at most

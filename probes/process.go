@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"sync"
@@ -184,21 +185,7 @@ func parseStat(b []byte) (procStat, bool) {
 	// Fields after the name, numbered as in proc(5): 3 state, 4 ppid, 5 pgrp,
 	// 14 utime, 15 stime, 16 cutime, 17 cstime, 24 rss (pages).
 	var st procStat
-	field := 2
-	for len(b) > 0 {
-		for len(b) > 0 && b[0] == ' ' {
-			b = b[1:]
-		}
-		if len(b) == 0 {
-			break
-		}
-		j := bytes.IndexByte(b, ' ')
-		if j < 0 {
-			j = len(b)
-		}
-		tok := bytes.TrimRight(b[:j], "\n")
-		b = b[j:]
-		field++
+	for field, tok := range statFields(b) {
 		switch field {
 		case 4:
 			st.ppid = int(atoi(tok))
@@ -218,6 +205,33 @@ func parseStat(b []byte) (procStat, bool) {
 		}
 	}
 	return procStat{}, false
+}
+
+// statFields yields the space-separated fields of a /proc stat line after
+// the command name's closing ')', numbered as in proc(5) (the first is 3,
+// the state), without allocating.
+func statFields(b []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		field := 2
+		for len(b) > 0 {
+			for len(b) > 0 && b[0] == ' ' {
+				b = b[1:]
+			}
+			if len(b) == 0 {
+				return
+			}
+			j := bytes.IndexByte(b, ' ')
+			if j < 0 {
+				j = len(b)
+			}
+			tok := bytes.TrimRight(b[:j], "\n")
+			b = b[j:]
+			field++
+			if !yield(field, tok) {
+				return
+			}
+		}
+	}
 }
 
 // atoi parses a decimal integer (optionally negative) without allocating;

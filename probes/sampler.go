@@ -54,6 +54,9 @@ const (
 	ProbeInspector = "heap.inspector"
 	ProbeDatabase  = "database"
 	ProbeSQLite    = "database.sqlite"
+	ProbeConns     = "connections"
+	// ProbeThreads is ThreadCPU, which the caller runs beside the Sampler.
+	ProbeThreads = "threads"
 )
 
 // Config says what to sample and where.
@@ -75,6 +78,12 @@ type Config struct {
 	// (netns.Namespace.DialContext), TargetURL and the inspector's host and
 	// port are addresses in that namespace.
 	Dial DialFunc
+	// TCPTables reads the TCP socket tables of the network namespace the
+	// target listens in (ProcTCPTables for a local process; read inside the
+	// container's namespace for a docker target). With it, and a target
+	// longhaul runs, the connections probe counts the target's connections
+	// on TargetURL's port each window (ConnCounter). Nil: no such probe.
+	TCPTables func() ([][]byte, error)
 	// DatabaseURL is the target's database, reachable from this host, in its
 	// own URL scheme: postgres:// (or a PostgreSQL key=value DSN),
 	// mysql:// or mariadb:// (MySQLStatsReader).
@@ -123,6 +132,7 @@ type Sampler struct {
 	insp    *InspectorClient
 	db      databaseReader
 	sqlite  *SQLiteReader
+	conns   *ConnCounter
 	sources []*source
 
 	hookEvery, inspEvery int
@@ -164,6 +174,7 @@ type reading struct {
 	pg     PGStats
 	sqlite window.SQLite
 	node   *window.NodeMemory
+	conns  window.Connections
 	loop   *window.Pauses // event-loop delay (Node.js)
 	gc     []Bucket       // GC pause histogram (Go metrics page)
 	goc    GoCounters     // Go runtime counters (Go metrics page)
@@ -233,6 +244,16 @@ func New(cfg Config) (*Sampler, error) {
 			s.proc = p
 		}
 		s.add(ProbeProcess, s.readProcess, nil)
+		if cfg.TCPTables != nil {
+			port, err := urlPort(cfg.TargetURL)
+			if err == nil {
+				s.conns, err = NewConnCounter(port, cfg.TCPTables)
+			}
+			if err != nil {
+				return nil, bad("probes: %v", err)
+			}
+			s.add(ProbeConns, s.readConns, nil)
+		}
 	}
 
 	// Heap.
@@ -530,6 +551,9 @@ collect:
 		case ProbeSQLite:
 			sq := r.sqlite
 			w.Probes.SQLite = &sq
+		case ProbeConns:
+			c := r.conns
+			w.Probes.Connections = &c
 		case ProbeMetric:
 			heap = &r.heap
 			if r.gc != nil && s.gcSeq == seq-1 {
@@ -699,6 +723,11 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 	}
 	st, err := s.db.Read(ctx)
 	return reading{pg: st, err: err}
+}
+
+func (s *Sampler) readConns(context.Context, *window.Window, time.Time) reading {
+	c, err := s.conns.Read()
+	return reading{conns: c, err: err}
 }
 
 func (s *Sampler) readSQLite(ctx context.Context, _ *window.Window, _ time.Time) reading {

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/driver"
+	"github.com/longhaul-dev/longhaul/probes"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
@@ -24,7 +26,11 @@ import (
 //   - DEMO_WS_STALL_AFTER: pong timeouts from the stall on, and an error
 //     surge finding;
 //   - DEMO_WS_LEAK_BYTES: short sessions, the post-GC heap (read through
-//     the target's forced-GC hook each window) grows: a leak finding.
+//     the target's forced-GC hook each window) grows: a leak finding;
+//   - DEMO_WS_UNCLOSED: short sessions the server never closes, counted by
+//     the connections probe in the target's socket table (CLOSE_WAIT): an
+//     unclosed-connections finding. The clean runs have the same probe and
+//     must not have it.
 func TestDemoWebSocketLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the demo target")
@@ -63,6 +69,7 @@ ops:
 		{"stalled pongs", hold, map[string]string{"DEMO_WS_STALL_AFTER": "5s"}, analysis.KindErrorSurge},
 		{"clean short sessions", short, nil, ""},
 		{"leak per connection", short, map[string]string{"DEMO_WS_LEAK_BYTES": "65536"}, analysis.KindLeak},
+		{"sessions never closed", short, map[string]string{"DEMO_WS_UNCLOSED": "true"}, analysis.KindUnclosedConnections},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +94,11 @@ ops:
 				t.Fatal(err)
 			}
 			u, _ := url.Parse(env.TargetURL)
+			port, _ := strconv.Atoi(u.Port())
+			conns, err := probes.NewConnCounter(port, probes.ProcTCPTables(env.Target.PID))
+			if err != nil {
+				t.Fatal(err)
+			}
 			var ws []window.Window
 			_, err = driver.Run(ctx, driver.Options{Target: u, Plan: plan, Seed: 3,
 				Load: scenarios.Load{VUs: 20, Window: scenarios.Duration(time.Second), Duration: scenarios.Duration(14 * time.Second),
@@ -94,6 +106,11 @@ ops:
 				func(w window.Window) error {
 					if heap, ok := forcedHeap(env.TargetURL); ok {
 						w.Probes.HeapBytes, w.Probes.HeapForcedGC = &heap, true
+					}
+					if c, err := conns.Read(); err == nil {
+						w.Probes.Connections = &c
+					} else {
+						t.Errorf("window %d: connections: %v", w.Index, err)
 					}
 					ws = append(ws, w)
 					return nil
@@ -105,9 +122,10 @@ ops:
 				if w.WebSocket == nil {
 					t.Fatalf("window %d has no websocket part", w.Index)
 				}
-				t.Logf("window %2d: open %3d opened %4d closed %v pings %4d pong timeouts %4d in %5d out %5d ping p99 %.2f ms heap %d",
+				t.Logf("window %2d: open %3d opened %4d closed %v pings %4d pong timeouts %4d in %5d out %5d ping p99 %.2f ms heap %d connections %+v",
 					w.Index, w.WebSocket.SessionsOpen, w.WebSocket.Opened, w.WebSocket.Closed, w.WebSocket.Pings,
-					w.WebSocket.PongTimeouts, w.WebSocket.MessagesIn, w.WebSocket.MessagesOut, w.WebSocket.PingMs.P99, deref(w.Probes.HeapBytes))
+					w.WebSocket.PongTimeouts, w.WebSocket.MessagesIn, w.WebSocket.MessagesOut, w.WebSocket.PingMs.P99, deref(w.Probes.HeapBytes),
+					*w.Probes.Connections)
 			}
 			res := analysis.Analyze(ws, analysis.Options{})
 			var kinds []string
@@ -115,7 +133,7 @@ ops:
 				kinds = append(kinds, f.Kind)
 				t.Logf("finding %s %s: %s", f.Severity, f.Kind, f.Summary)
 			}
-			for _, k := range []string{analysis.KindLeak, analysis.KindErrorSurge} {
+			for _, k := range []string{analysis.KindLeak, analysis.KindErrorSurge, analysis.KindUnclosedConnections} {
 				found := false
 				for _, f := range res.Findings {
 					found = found || f.Kind == k && f.Severity != analysis.Info

@@ -42,6 +42,11 @@ const (
 	// ColTable is the rows of the fastest-growing table (PostgreSQL live
 	// rows or SQLite rows), as "items 25.1k" ("~" marks an estimate).
 	ColTable
+	// ColThread is the target's busiest thread and how busy it was (share
+	// of the window running or waiting for a CPU; its CPU share where the
+	// busy time was not read), as "node 0.99": near 1, one thread is the
+	// wall.
+	ColThread
 )
 
 type columnDef struct {
@@ -130,6 +135,17 @@ var columnDefs = []columnDef{
 		}
 		return ""
 	}},
+	{ColThread, "hot thread", 13, func(w window.Window, _ string) string {
+		p := w.Probes
+		v := p.HottestThreadBusy
+		if v == nil {
+			v = p.HottestThreadCores
+		}
+		if v == nil {
+			return ""
+		}
+		return shortName(p.HottestThread, 8) + " " + strconv.FormatFloat(*v, 'f', 2, 64)
+	}},
 }
 
 // maxProbeWidth is what a window line leaves its probe columns, so the line
@@ -139,9 +155,10 @@ const maxProbeWidth = 125 - len(probeWindowHeader)
 // optionalColumns are shown only as long as the line stays within
 // maxProbeWidth, the first the most wanted: bytes allocated per request is
 // the noise-robust figure a comparison decides on; GC cycles follow from
-// it; transactions per request rarely move. The other columns are always
+// it; transactions per request rarely move; the busiest thread matters on
+// a ramp, and its readings are in the run's CSV export. The other columns are always
 // shown.
-var optionalColumns = []Columns{ColAlloc, ColGCRate, ColXact}
+var optionalColumns = []Columns{ColAlloc, ColGCRate, ColXact, ColThread}
 
 // fit returns c less the optional columns that would make the line too
 // wide, the least wanted left out first.
@@ -208,6 +225,9 @@ func columnsOf(w window.Window) Columns {
 	}
 	if len(tableRows(p)) > 0 {
 		c |= ColTable
+	}
+	if p.HottestThreadCores != nil {
+		c |= ColThread
 	}
 	return c
 }

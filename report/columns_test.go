@@ -94,6 +94,14 @@ func goPostgresAllocProbes(i int, p *window.Probes) {
 	p.Database.XactPerRequest = ptr(1.0)
 }
 
+// nodeThreadProbes is nodeProbes on a ramp read by the thread probe too:
+// its main thread busy more and more of each window.
+func nodeThreadProbes(i int, p *window.Probes) {
+	nodeProbes(i, p)
+	p.HottestThread, p.HottestThreadMain = "node", true
+	p.HottestThreadCores, p.HottestThreadBusy = ptr(0.2+float64(i)*0.15), ptr(min(0.25+float64(i)*0.19, 1))
+}
+
 func TestProbeColumnsGolden(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -104,6 +112,7 @@ func TestProbeColumnsGolden(t *testing.T) {
 		{"sqlite", sqliteProbes},
 		{"go-alloc", goAllocProbes},
 		{"go-postgres-alloc", goPostgresAllocProbes},
+		{"node-threads", nodeThreadProbes},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := probedWindows(t, tt.fill)

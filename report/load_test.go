@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -68,5 +69,55 @@ func TestLoadRun(t *testing.T) {
 		if err == nil || err.Error() != "read "+what+" of run run-1: database is locked" {
 			t.Errorf("%s failing: %v", what, err)
 		}
+	}
+}
+
+// storedSource is a store with one run (runSource's) and no comparisons.
+type storedSource struct{ runSource }
+
+func (s storedSource) GetRun(_ context.Context, id string) (store.Run, error) {
+	if id != s.rep.Run.ID {
+		return store.Run{}, store.ErrNotFound
+	}
+	return s.rep.Run, nil
+}
+
+func (storedSource) GetComparison(context.Context, string) (store.Comparison, error) {
+	return store.Comparison{}, store.ErrNotFound
+}
+
+func (storedSource) ComparisonNotifications(context.Context, string) ([]store.Notification, error) {
+	return nil, nil
+}
+
+// WriteStored prints what LoadRun reads, judged with the given --fail-on;
+// an id of neither kind is ErrNotStored.
+func TestWriteStored(t *testing.T) {
+	ctx := context.Background()
+	rep := gatedReport(t)
+	rep.Notifications = fixedNotifications()
+	st := storedSource{runSource{rep: rep}}
+	for _, failOn := range []*analysis.Severity{nil, ptr(analysis.Critical)} {
+		run := rep.Run
+		if failOn != nil {
+			run.FailOn = string(*failOn)
+		}
+		want, err := LoadRun(ctx, st, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, wantText bytes.Buffer
+		if err := WriteStored(ctx, &got, st, run.ID, Text, failOn); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteRunText(&wantText, want); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != wantText.String() {
+			t.Errorf("fail-on %v: WriteStored wrote\n%s\nwant\n%s", failOn, got.String(), wantText.String())
+		}
+	}
+	if err := WriteStored(ctx, &bytes.Buffer{}, st, "nope", JSON, nil); !errors.Is(err, ErrNotStored) {
+		t.Errorf("WriteStored(nope): %v, want ErrNotStored", err)
 	}
 }

@@ -77,3 +77,20 @@ func Reanalyze(ctx context.Context, st AnalyzeStore, run store.Run, opts Reanaly
 		ProbeProblems: ProbeProblems(ws), Findings: res.Findings, Thresholds: rs,
 	}, warnings, nil
 }
+
+// StoredScenario is the scenario stored with run, for its load.warmup and
+// thresholds. When the run has none that parses it is an empty scenario,
+// with a note for the user — none for an imported run, which never has one.
+func StoredScenario(run store.Run) (sc *scenarios.Scenario, note string) {
+	if run.Scenario == "" {
+		if run.Kind != "imported" {
+			note = fmt.Sprintf("run %s has no stored scenario: no warm-up (set --warmup), no thresholds", run.ID)
+		}
+		return &scenarios.Scenario{}, note
+	}
+	s, err := scenarios.Parse([]byte(run.Scenario), run.Name+".yaml")
+	if err != nil {
+		return &scenarios.Scenario{}, fmt.Sprintf("the stored scenario of run %s does not parse: no warm-up (set --warmup), no thresholds", run.ID)
+	}
+	return s, ""
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 
@@ -76,5 +77,28 @@ func TestReanalyze(t *testing.T) {
 	st = &analyzeStore{ws: fixedWindows(t), failPut: true}
 	if _, _, err := Reanalyze(ctx, st, store.Run{ID: "run-1", Status: store.Completed}, ReanalyzeOptions{Where: "db"}); err == nil || err.Error() != "store the findings of run run-1 in db: read-only" {
 		t.Errorf("failing store: %v", err)
+	}
+}
+
+func TestStoredScenario(t *testing.T) {
+	demo, err := os.ReadFile("../scenarios/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name       string
+		run        store.Run
+		wantWarmup string
+		wantNote   string
+	}{
+		{"stored", store.Run{ID: "r", Name: "demo", Scenario: string(demo)}, "20s", ""},
+		{"none", store.Run{ID: "r"}, "0s", "run r has no stored scenario: no warm-up (set --warmup), no thresholds"},
+		{"imported", store.Run{ID: "r", Kind: "imported"}, "0s", ""},
+		{"unparsable", store.Run{ID: "r", Scenario: "load: ["}, "0s", "the stored scenario of run r does not parse: no warm-up (set --warmup), no thresholds"},
+	} {
+		sc, note := StoredScenario(tt.run)
+		if got := sc.Load.Warmup.D().String(); got != tt.wantWarmup || note != tt.wantNote {
+			t.Errorf("%s: warm-up %s, note %q; want %s, %q", tt.name, got, note, tt.wantWarmup, tt.wantNote)
+		}
 	}
 }

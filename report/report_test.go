@@ -427,6 +427,10 @@ func TestFindingsText(t *testing.T) {
 		{"one window", []analysis.Finding{{Kind: "throughput_limit", Severity: analysis.Info, Summary: "flat at 2k req/s",
 			Evidence: analysis.Evidence{FirstWindow: 7, LastWindow: 7}}},
 			"findings:\n  info throughput_limit: flat at 2k req/s\n      window 7\n"},
+		{"the wall", []analysis.Finding{{Kind: "throughput_limit", Severity: analysis.Info, Summary: "a single-threaded wall",
+			Evidence: analysis.Evidence{FirstWindow: 3, LastWindow: 9, Cause: analysis.CauseSingleThread, Thread: "node",
+				Notes: map[string]float64{"hottest_thread_busy": 0.99, "driver_wait_p50_share": 0.04}}}},
+			"findings:\n  info throughput_limit: a single-threaded wall\n      windows 3-9; cause single thread; busiest thread node; driver wait p50 share 4.0 %; hottest thread busy 0.99\n"},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer

@@ -288,6 +288,9 @@ func evidence(f analysis.Finding) string {
 	if e.Cause != "" {
 		add("cause %s", strings.ReplaceAll(e.Cause, "_", " "))
 	}
+	if e.Thread != "" {
+		add("busiest thread %s", e.Thread)
+	}
 	keys := make([]string, 0, len(e.Notes))
 	for k := range e.Notes {
 		keys = append(keys, k)

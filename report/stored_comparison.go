@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -44,4 +45,43 @@ func WriteStoredComparison(ctx context.Context, st ComparisonReader, id string, 
 		WriteNotifications(out, ns)
 	}
 	return true, nil
+}
+
+// ErrNotStored is WriteStored's error when the store has no run and no
+// comparison of that id.
+var ErrNotStored = errors.New("no such run or comparison")
+
+// StoredReader is what WriteStored reads (store.Store has it).
+type StoredReader interface {
+	RunSource
+	ComparisonReader
+	GetRun(ctx context.Context, id string) (store.Run, error)
+}
+
+// WriteStored writes the stored run or comparison id as `longhaul report
+// ID` prints it, as text or JSON. A run's gate is judged with failOn when it
+// is not nil, else with the run's own --fail-on.
+func WriteStored(ctx context.Context, out io.Writer, st StoredReader, id string, format Format, failOn *analysis.Severity) error {
+	run, err := st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		found, err := WriteStoredComparison(ctx, st, id, format, out)
+		if !found && err == nil {
+			return ErrNotStored
+		}
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("read run %s: %w", id, err)
+	}
+	if failOn != nil {
+		run.FailOn = string(*failOn)
+	}
+	rep, err := LoadRun(ctx, st, run)
+	if err != nil {
+		return err
+	}
+	if format == JSON {
+		return WriteRunJSON(out, rep)
+	}
+	return WriteRunText(out, rep)
 }

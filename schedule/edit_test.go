@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -198,6 +199,23 @@ func TestWriteDone(t *testing.T) {
 		var b bytes.Buffer
 		if err := schedule.WriteDone(&b, tt.verb, "nightly", tt.asJSON); err != nil || b.String() != tt.want {
 			t.Errorf("WriteDone(%s, json %v) = %q, %v; want %q", tt.verb, tt.asJSON, b.String(), err, tt.want)
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	next := time.Date(2026, 12, 6, 2, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		s    schedule.Schedule
+		want charts.ScheduleSummary
+	}{
+		{schedule.Schedule{Name: "nightly", Spec: schedule.Spec{Cron: []string{"0 2 * * *", "@every 6h"}}, Action: schedule.Action{Scenario: "demo"}, NextRuns: []time.Time{next, next.Add(time.Hour)}},
+			charts.ScheduleSummary{Name: "nightly", Cron: "0 2 * * *; @every 6h", Scenario: "demo", Next: next}},
+		{schedule.Schedule{Name: "paused", Paused: true, Spec: schedule.Spec{Cron: []string{"@daily"}}},
+			charts.ScheduleSummary{Name: "paused", Cron: "@daily", Paused: true}},
+	} {
+		if got := schedule.Summary(tt.s); got != tt.want {
+			t.Errorf("Summary(%s) = %+v, want %+v", tt.s.Name, got, tt.want)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/charts"
 )
 
 // ListJSON is the JSON of `longhaul schedule list --format json`.
@@ -182,4 +184,27 @@ func (c *Client) Show(ctx context.Context, w io.Writer, name string, asJSON bool
 		return WriteJSON(w, s)
 	}
 	return Write(w, s)
+}
+
+// Summary is s as the UI's schedules page lists it.
+func Summary(s Schedule) charts.ScheduleSummary {
+	sum := charts.ScheduleSummary{Name: s.Name, Cron: strings.Join(s.Spec.Cron, "; "), Paused: s.Paused, Scenario: s.Action.Scenario}
+	if len(s.NextRuns) > 0 {
+		sum.Next = s.NextRuns[0]
+	}
+	return sum
+}
+
+// Summaries lists the schedules for the UI's schedules page: its method
+// value is a charts.Schedules.
+func (c *Client) Summaries(ctx context.Context) ([]charts.ScheduleSummary, error) {
+	ss, err := c.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]charts.ScheduleSummary, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, Summary(s))
+	}
+	return out, nil
 }

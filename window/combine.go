@@ -18,7 +18,11 @@ import (
 // evidence), else the last reading. InFlight is the largest. CPU seconds,
 // bytes allocated, GC cycles and CPU, and database deltas are summed and the
 // per-request figures (and the GC's CPU share) recomputed from the sums over
-// the windows that had the reading. A result made only of gap
+// the windows that had the reading. The thread probe's figures (cores and
+// busy cores of the target's busiest thread, the target, its database and
+// the driver) are averaged over the windows that had them, weighted by
+// their length, and the busiest thread is named after the window where it
+// was busiest; CoresAllowed is the last reading. A result made only of gap
 // windows is a gap. ws must be non-empty.
 func Combine(ws []Window) (Window, error) {
 	if len(ws) == 0 {
@@ -41,6 +45,7 @@ func Combine(ws []Window) (Window, error) {
 		failures               []ProbeFailure
 		sawProbeFailures, some bool
 		protocols              protocolSums
+		threads                threadMeans
 	)
 	for _, w := range ws {
 		if w.Start.Before(out.Start) {
@@ -85,6 +90,7 @@ func Combine(ws []Window) (Window, error) {
 		}
 
 		p := w.Probes
+		threads.add(p, w.Duration().Seconds())
 		if p.CPUSeconds != nil {
 			cpu.add(*p.CPUSeconds, w.Requests)
 		}
@@ -216,6 +222,7 @@ func Combine(ws []Window) (Window, error) {
 		})
 		out.Probes.Database = db
 	}
+	threads.fill(&out.Probes)
 	if sawProbeFailures {
 		out.ProbeFailures = failures // the state at the span's close, like a window's
 	}
@@ -261,3 +268,52 @@ type tableSum struct {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// threadMeans averages the thread probe's figures over windows, weighted by
+// their length.
+type threadMeans struct {
+	sums, secs [7]float64
+	best       float64 // the busiest thread's figure in the window that named it
+	name       string
+	main       bool
+	allowed    *float64
+}
+
+func (m *threadMeans) fields(p *Probes) [7]**float64 {
+	return [7]**float64{&p.HottestThreadCores, &p.HottestThreadBusy, &p.TargetBusyCores, &p.DatabaseCores,
+		&p.DatabaseBusyCores, &p.DriverCores, &p.DriverBusyCores}
+}
+
+func (m *threadMeans) add(p Probes, secs float64) {
+	if secs <= 0 {
+		return
+	}
+	for i, f := range m.fields(&p) {
+		if *f != nil {
+			m.sums[i] += **f * secs
+			m.secs[i] += secs
+		}
+	}
+	if p.CoresAllowed != nil {
+		m.allowed = ptr(*p.CoresAllowed)
+	}
+	v := p.HottestThreadBusy
+	if v == nil {
+		v = p.HottestThreadCores
+	}
+	if v != nil && (m.name == "" || *v > m.best) {
+		m.best, m.name, m.main = *v, p.HottestThread, p.HottestThreadMain
+	}
+}
+
+func (m *threadMeans) fill(p *Probes) {
+	for i, f := range m.fields(p) {
+		if m.secs[i] > 0 {
+			*f = ptr(m.sums[i] / m.secs[i])
+		}
+	}
+	p.CoresAllowed = m.allowed
+	if m.name != "" {
+		p.HottestThread, p.HottestThreadMain = m.name, m.main
+	}
+}

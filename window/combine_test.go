@@ -1,6 +1,7 @@
 package window
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -191,4 +192,50 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+func TestCombineThreads(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	ws := []Window{
+		{Index: 0, Start: t0, End: t0.Add(time.Second), Requests: 100, Probes: Probes{
+			HottestThread: "worker", HottestThreadCores: f(0.4), HottestThreadBusy: f(0.5), CoresAllowed: f(4),
+			TargetBusyCores: f(1), DriverCores: f(0.2), DriverBusyCores: f(0.3)}},
+		// Three seconds long: it weighs three times as much.
+		{Index: 1, Start: t0.Add(time.Second), End: t0.Add(4 * time.Second), Requests: 300, Probes: Probes{
+			HottestThread: "node", HottestThreadMain: true, HottestThreadCores: f(0.8), HottestThreadBusy: f(0.9), CoresAllowed: f(2),
+			TargetBusyCores: f(2), DatabaseCores: f(0.6), DatabaseBusyCores: f(0.7)}},
+		{Index: 2, Start: t0.Add(4 * time.Second), End: t0.Add(5 * time.Second), Gap: true},
+	}
+	got, err := Combine(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Probes
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"hottest thread cores", p.HottestThreadCores, (0.4 + 3*0.8) / 4},
+		{"hottest thread busy", p.HottestThreadBusy, (0.5 + 3*0.9) / 4},
+		{"target busy cores", p.TargetBusyCores, (1 + 3*2.0) / 4},
+		{"database cores", p.DatabaseCores, 0.6}, // only the window that had it
+		{"driver busy cores", p.DriverBusyCores, 0.3},
+		{"cores allowed", p.CoresAllowed, 2}, // the last reading
+	} {
+		if c.got == nil || math.Abs(*c.got-c.want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", c.name, deref(c.got), c.want)
+		}
+	}
+	if p.HottestThread != "node" || !p.HottestThreadMain {
+		t.Errorf("hottest thread %q (main %v), want node, the busiest, main", p.HottestThread, p.HottestThreadMain)
+	}
+	none, err := Combine(ws[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := none.Probes; q.HottestThreadCores != nil || q.HottestThread != "" || q.CoresAllowed != nil {
+		t.Errorf("a gap combined into thread readings: %+v", q)
+	}
 }

@@ -293,6 +293,53 @@ type Probes struct {
 	// its database and longhaul (probes.HostLoad): other work on the
 	// machine, which disturbs the measurements.
 	HostForeignCPU *float64 `json:"host_foreign_cpu,omitempty"`
+	// Connections are the target's TCP connections on its serving port at
+	// the window's close, counted by state in its network namespace's
+	// socket table (probes.ConnCounter).
+	Connections *Connections `json:"connections,omitempty"`
+
+	// Where the CPU went, thread by thread (probes.ThreadCPU): each party's
+	// CPU in cores (CPU seconds over the window's seconds; 1 = one full
+	// core) and how busy it was in cores (running, or runnable and waiting
+	// for a CPU: what it would have used on an idle machine). Nil where not
+	// read (a target longhaul does not run, no schedstat for the busy
+	// figures).
+	//
+	// HottestThread is the name (comm) of the target's busiest thread and
+	// HottestThreadMain whether it is a process's main thread (a Node.js
+	// target's JavaScript thread); HottestThreadCores the CPU it got and
+	// HottestThreadBusy the share of the window it was running or waiting
+	// for a CPU — near 1, it never waited for anything else: a
+	// single-threaded wall.
+	HottestThread      string   `json:"hottest_thread,omitempty"`
+	HottestThreadMain  bool     `json:"hottest_thread_main,omitempty"`
+	HottestThreadCores *float64 `json:"hottest_thread_cores,omitempty"`
+	HottestThreadBusy  *float64 `json:"hottest_thread_busy,omitempty"`
+	// TargetBusyCores is all of the target's threads' busy time, and
+	// CoresAllowed the cores the target may use (its CPU affinity, capped
+	// by a container's CPU quota).
+	TargetBusyCores *float64 `json:"target_busy_cores,omitempty"`
+	CoresAllowed    *float64 `json:"cores_allowed,omitempty"`
+	// DatabaseCores and DatabaseBusyCores are the database's processes'
+	// (a local cluster's or its container's).
+	DatabaseCores     *float64 `json:"database_cores,omitempty"`
+	DatabaseBusyCores *float64 `json:"database_busy_cores,omitempty"`
+	// DriverCores and DriverBusyCores are longhaul's own process's: a
+	// driver whose busy time is well above its CPU waited for a CPU, and
+	// its latencies include that wait.
+	DriverCores     *float64 `json:"driver_cores,omitempty"`
+	DriverBusyCores *float64 `json:"driver_busy_cores,omitempty"`
+}
+
+// Connections counts a target's TCP connections on the port it serves on,
+// by state, at one moment. Established are open both ways. CloseWait are
+// connections whose client has closed its end while the server has not
+// closed its own: a few in passing are normal; a count that only grows is
+// sessions (or keep-alive connections) the server never closes, each
+// holding a socket, a file descriptor and whatever the session owns.
+type Connections struct {
+	Established int64 `json:"established"`
+	CloseWait   int64 `json:"close_wait"`
 }
 
 // NodeMemory is one reading of a Node.js process's process.memoryUsage(), in

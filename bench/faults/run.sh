@@ -3,7 +3,13 @@
 # e2e target (cmd/longhaul/testdata/soaktarget) on the local provider with
 # 1 s windows, injects one fault, and prints what the user saw.
 #
-#   bench/faults/run.sh [rows...]     rows: kill9 hang (default: all)
+#   bench/faults/run.sh [rows...]     rows: kill9 hang dbrestart oom (default: all)
+#
+# dbrestart soaks scenarios/demo.yaml on the docker provider (the demo
+# target on PostgreSQL; the images of scripts/offline-images.sh or pulled)
+# and restarts its database container (docker restart) mid-soak. oom soaks
+# the same with the target limited to 128 MiB and leaking 1 MiB per request
+# (DEMO_LEAK_BYTES): the kernel kills it for running out of memory.
 #
 # Columns: fault, when (s into the run), what the terminal said (the first
 # longhaul line about it), windows lost (gap rows), run outcome, findings,
@@ -12,7 +18,7 @@
 # Needs: go, jq. Writes only under a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROWS=${*:-"kill9 hang"}
+ROWS=${*:-"kill9 hang dbrestart oom"}
 WORK=$(mktemp -d /tmp/longhaul-faults.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 # LONGHAUL_BIN: an already built longhaul (saves a link of the whole
@@ -45,6 +51,20 @@ ops:
 YAML
 }
 
+# db_container: the database container of the soak's docker environment,
+# once provisioned (the container of a longhaul run that mounts a -pgdata
+# volume).
+db_container() {
+  local id
+  for _ in $(seq 1200); do
+    for c in $(docker ps -q --filter label=dev.longhaul=1); do
+      if docker inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "$c" | grep -q -- '-pgdata'; then echo "$c"; return; fi
+    done
+    sleep 0.2
+  done
+  echo "no database container" >&2; exit 1
+}
+
 # target_pid DATA: the local environment's target PID, once provisioned.
 target_pid() {
   local f
@@ -61,11 +81,25 @@ target_pid() {
 
 row() {
   local name=$1 data="$WORK/data-$1"
-  scenario "$name"
   mkdir -p "$data"
-  "$WORK/longhaul" run "$WORK/$name.yaml" --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  local pid
+  if [ "$name" = oom ]; then
+    awk '{print} /^  target:$/ && !done {print "    resources: {memory: 128m}"; done=1}' scenarios/demo.yaml >"$WORK/oom.yaml"
+    "$WORK/longhaul" run "$WORK/oom.yaml" --provider docker --duration "$((DURATION + 10))s" --window 1s --ui-addr off \
+      --target-env DEMO_LEAK_BYTES=1048576 --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  elif [ "$name" = dbrestart ]; then
+    "$WORK/longhaul" run scenarios/demo.yaml --provider docker --duration "$((DURATION + 10))s" --window 1s --ui-addr off \
+      --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  else
+    scenario "$name"
+    "$WORK/longhaul" run "$WORK/$name.yaml" --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  fi
   local lh=$!
-  local pid; pid=$(target_pid "$data")
+  case $name in
+    dbrestart) pid=$(db_container) ;;
+    oom) pid= ;;
+    *) pid=$(target_pid "$data") ;;
+  esac
   # the first window of the run
   for _ in $(seq 600); do grep -q '"index":0' "$WORK/$name.ndjson" 2>/dev/null && break; sleep 0.1; done
   local t0; t0=$(date +%s.%N)
@@ -75,6 +109,8 @@ row() {
   case $name in
     kill9) kill -9 "$pid"; fault_end=$at ;;
     hang)  kill -STOP "$pid"; sleep "$HANG"; kill -CONT "$pid"; fault_end=$(date +%s.%N) ;;
+    dbrestart) docker restart -t 1 "$pid" >/dev/null; fault_end=$(date +%s.%N) ;;
+    oom) fault_end=$at ;; # the target brings it on itself
   esac
   local rc=0; wait "$lh" || rc=$?
   local said; said=$(grep -m1 -E 'window [0-9]+: ' "$WORK/$name.err" || echo "(nothing)")
@@ -88,7 +124,12 @@ row() {
   local cfps recover
   cfps=$(jq -s --arg at "$at" '[.[] | select(.index != null and .connect_failures != null) | .connect_failures] | if length == 0 then 0 else (add / length) end' "$WORK/$name.ndjson")
   recover=$(jq -s -r --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) > $fe and (.requests - (.connect_failures // 0) - (.errors.timeout // 0)) > 0) | ((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $fe)] | if length == 0 then "never (run ended)" else "≤ \(.[0] | floor + 1) s" end' "$WORK/$name.ndjson")
-  [ "$name" = kill9 ] && recover="— (no restart: the run ends)"
+  case $name in kill9|oom) recover="— (no restart: the run ends)" ;; esac
+  if [ "$name" = dbrestart ]; then
+    # the target answers during the restart, with errors: recovered is the
+    # first window after it with at most 1 % errors
+    recover=$(jq -s -r --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) > $fe and .requests > 0 and ((.errors // {}) | to_entries | map(.value) | add // 0) <= 0.01 * .requests) | ((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $fe)] | if length == 0 then "never (run ended)" else "≤ \(.[0] | floor + 1) s" end' "$WORK/$name.ndjson")
+  fi
   # the errors of the windows that overlap the fault, by class
   local errs
   errs=$(jq -s -r --argjson at "$at" --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) >= $at and (.start | sub("\\.[0-9]+Z$"; "Z") | fromdate) <= $fe + 1) | .errors | to_entries[] | select(.value > 0)] | group_by(.key) | map("\(.[0].key):\(map(.value) | add)") | join(" ") | if . == "" then "none" else . end' "$WORK/$name.ndjson")

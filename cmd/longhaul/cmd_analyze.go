@@ -104,20 +104,12 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	return report.WriteAnalysisText(a.stdout, an)
 }
 
-// storedScenario is the run's stored scenario, for its load.warmup and
-// thresholds; an empty one, with a note on stderr, when the run has none
-// that parses (an imported run has none: that is no news).
+// storedScenario is the run's stored scenario (report.StoredScenario),
+// with its note, if any, on stderr.
 func (a *app) storedScenario(run store.Run) *scenarios.Scenario {
-	if run.Scenario == "" {
-		if run.Kind != "imported" {
-			fmt.Fprintf(a.stderr, "longhaul: run %s has no stored scenario: no warm-up (set --warmup), no thresholds\n", run.ID)
-		}
-		return &scenarios.Scenario{}
+	sc, note := report.StoredScenario(run)
+	if note != "" {
+		fmt.Fprintf(a.stderr, "longhaul: %s\n", note)
 	}
-	s, err := scenarios.Parse([]byte(run.Scenario), run.Name+".yaml")
-	if err != nil {
-		fmt.Fprintf(a.stderr, "longhaul: the stored scenario of run %s does not parse: no warm-up (set --warmup), no thresholds\n", run.ID)
-		return &scenarios.Scenario{}
-	}
-	return s
+	return sc
 }

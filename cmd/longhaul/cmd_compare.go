@@ -156,7 +156,7 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 		return err
 	}
 	if f.detach {
-		a.detached(s, "comparison", rec.ID, rec.WorkflowID)
+		s.Detached(a.terminal(), "comparison", rec.ID, rec.WorkflowID)
 		return nil
 	}
 	kind := "A vs B"
@@ -172,12 +172,12 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	defer closeUI()
 	err = follow.FollowComparison(ctx, a.terminal(), s.store, wf, follow.Comparison{
 		ID: rec.ID, Format: p.Format, Pairs: max(rec.Pairs, rec.MaxPairs),
-		RoundDuration: rec.RoundDuration, Window: rec.Window, FailOnWorse: f.failOnWorse, DetachNote: s.detachNote("comparison", rec.ID),
+		RoundDuration: rec.RoundDuration, Window: rec.Window, FailOnWorse: f.failOnWorse, DetachNote: s.DetachNote("comparison", rec.ID),
 	})
 	if e, ok := err.(follow.Exit); ok && e.Code == follow.ExitFailed {
-		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", s.lg.path)
+		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", s.lg.Path)
 	}
-	a.browseLater(f.followFlags, f.storeFlags, "/comparisons/"+rec.ID)
+	follow.BrowseLater(a.terminal(), f.format, f.data, f.store, "/comparisons/"+rec.ID)
 	return err
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/launch"
+	"github.com/longhaul-dev/longhaul/schedule"
+	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
 // devFlags are the flags of longhaul dev.
@@ -60,17 +62,17 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		return err
 	}
 	defer svc.Close()
-	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, svc.lg.temporal)
+	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, svc.lg.Temporal)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), svc.lg.temporal)
+	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), svc.lg.Temporal)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ui, err := a.startUIWith(svc.store, f.uiAddr, true, scheduleLister(c))
+	ui, err := a.startUI(svc.store, f.uiAddr, true, schedule.New(c).Summaries)
 	if err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	}
 	workerNote := "no worker"
 	if f.worker {
-		w, err := a.startWorker(ctx, c, svc, soakWorkerConfig{pushURL: f.pushURL})
+		w, err := a.startWorker(ctx, c, svc, soakworker.Config{PushURL: f.pushURL})
 		if err != nil {
 			return err
 		}
@@ -91,10 +93,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		fmt.Fprintf(a.stdout, "longhaul UI at %s\n", ui.URL())
 	}
 	fmt.Fprintf(a.stdout, "run soaks with: longhaul run FILE --temporal %s\n", srv.Address())
-	select {
-	case <-ctx.Done():
-	case <-a.interrupts:
-	}
+	a.untilInterrupted(ctx)
 	fmt.Fprintln(a.stderr, "longhaul: stopping the dev server; runs in flight continue when it starts again")
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -15,6 +13,7 @@ import (
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
 // driveFlags are the flags of longhaul drive.
@@ -78,7 +77,7 @@ func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool
 	var live *metrics.Set
 	if f.metricsAddr != "" {
 		live = metrics.NewSet()
-		stopMetrics, err := serveMetrics(f.metricsAddr, live)
+		stopMetrics, err := soakworker.ServeMetrics(f.metricsAddr, live)
 		if err != nil {
 			return badInput{err}
 		}
@@ -114,21 +113,4 @@ func (a *app) scenarioErrors(err error) error {
 func (a *app) lookupEnv(name string) (string, bool) {
 	v := a.getenv(name)
 	return v, v != ""
-}
-
-// serveMetrics serves set (and the process's own metrics) at
-// http://addr/metrics until the returned stop is called.
-func serveMetrics(addr string, set *metrics.Set) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %v", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		set.WritePrometheus(w)
-		metrics.WriteProcessMetrics(w)
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return func() { _ = srv.Close() }, nil
 }

@@ -47,9 +47,6 @@ rss_bytes, rows_read_per_request).`,
 			if f.last < 0 {
 				return badInputf("--last must be ≥ 0, got %d", f.last)
 			}
-			if f.store == "" {
-				f.store = a.getenv("LONGHAUL_STORE")
-			}
 			st, _, err := a.openStore(ctx, f.storeFlags)
 			if err != nil {
 				return err

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/report"
-	"github.com/longhaul-dev/longhaul/store"
 )
 
 // reportFlags are the flags of longhaul report.
@@ -56,44 +54,21 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 	if err != nil {
 		return err
 	}
-	if f.store == "" {
-		f.store = a.getenv("LONGHAUL_STORE")
-	}
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := st.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) && html {
-		// A comparison's page, when ID names one.
-		if _, cerr := st.GetComparison(ctx, id); cerr == nil {
-			return charts.WriteComparisonPage(ctx, a.stdout, st, id)
-		}
+	switch {
+	case html:
+		err = charts.WriteStoredPage(ctx, a.stdout, st, id)
+	case failOnSet:
+		err = report.WriteStored(ctx, a.stdout, st, id, format, &failOn)
+	default:
+		err = report.WriteStored(ctx, a.stdout, st, id, format, nil)
 	}
-	if errors.Is(err, store.ErrNotFound) && !html {
-		if found, err := report.WriteStoredComparison(ctx, st, id, format, a.stdout); found || err != nil {
-			return err
-		}
-	}
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, report.ErrNotStored) {
 		return badInputf("no run or comparison %s in %s (see longhaul runs, longhaul comparisons)", id, where)
 	}
-	if err != nil {
-		return fmt.Errorf("read run %s: %w", id, err)
-	}
-	if html {
-		return charts.WriteRunPage(ctx, a.stdout, st, run.ID)
-	}
-	if failOnSet {
-		run.FailOn = string(failOn)
-	}
-	rep, err := report.LoadRun(ctx, st, run)
-	if err != nil {
-		return err
-	}
-	if format == report.JSON {
-		return report.WriteRunJSON(a.stdout, rep)
-	}
-	return report.WriteRunText(a.stdout, rep)
+	return err
 }

@@ -125,7 +125,7 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		return err
 	}
 	if f.detach {
-		a.detached(s, "run", run.ID, run.WorkflowID)
+		s.Detached(a.terminal(), "run", run.ID, run.WorkflowID)
 		return nil
 	}
 	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.Duration, p.Window, s.where)
@@ -136,8 +136,8 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 	defer closeUI()
 	err = follow.FollowRun(ctx, a.terminal(), s.store, wf, follow.Run{
 		ID: run.ID, Format: p.Format, Duration: p.Duration, Window: p.Window,
-		Lines: s.lg.lines, DetachNote: s.detachNote("run", run.ID), LogPath: s.lg.path,
+		Lines: s.lg.Lines, DetachNote: s.DetachNote("run", run.ID), LogPath: s.lg.Path,
 	})
-	a.browseLater(f.followFlags, f.storeFlags, "/runs/"+run.ID)
+	follow.BrowseLater(a.terminal(), f.format, f.data, f.store, "/runs/"+run.ID)
 	return err
 }

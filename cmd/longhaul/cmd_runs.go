@@ -47,9 +47,6 @@ func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report
 	if f.limit < 1 {
 		return nil, "", store.ListOptions{}, badInputf("--limit must be ≥ 1, got %d", f.limit)
 	}
-	if f.store == "" {
-		f.store = a.getenv("LONGHAUL_STORE")
-	}
 	st, _, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
 		return nil, "", store.ListOptions{}, err

@@ -96,6 +96,19 @@ func (a *app) scheduleClient(ctx context.Context, f scheduleConn) (*schedule.Cli
 	return schedule.New(c), c, nil
 }
 
+// withSchedules is a schedule subcommand's RunE: it dials Temporal for do
+// and maps the schedule package's errors to exit codes.
+func (a *app) withSchedules(conn *scheduleConn, do func(ctx context.Context, sc *schedule.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		sc, c, err := a.scheduleClient(cmd.Context(), *conn)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return scheduleErr(do(cmd.Context(), sc, args))
+	}
+}
+
 // scheduleErr maps the schedule package's errors to exit codes.
 func scheduleErr(err error) error {
 	if errors.Is(err, schedule.ErrNotFound) || errors.Is(err, schedule.ErrExists) || errors.Is(err, schedule.ErrInvalid) {
@@ -241,13 +254,7 @@ func (a *app) scheduleListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List longhaul's schedules with their next firing and state",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
+		RunE: a.withSchedules(&conn, func(ctx context.Context, sc *schedule.Client, _ []string) error {
 			ss, err := sc.List(ctx)
 			if err != nil {
 				return err
@@ -256,7 +263,7 @@ func (a *app) scheduleListCmd() *cobra.Command {
 				return schedule.WriteListJSON(a.stdout, ss)
 			}
 			return schedule.WriteList(a.stdout, ss)
-		},
+		}),
 	}
 	conn.register(cmd.Flags())
 	return cmd
@@ -268,15 +275,9 @@ func (a *app) scheduleDescribeCmd() *cobra.Command {
 		Use:   "describe NAME",
 		Short: "Show a schedule: spec, action, next firings, runs started and skipped",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return scheduleErr(sc.Show(ctx, a.stdout, args[0], conn.format == "json"))
-		},
+		RunE: a.withSchedules(&conn, func(ctx context.Context, sc *schedule.Client, args []string) error {
+			return sc.Show(ctx, a.stdout, args[0], conn.format == "json")
+		}),
 	}
 	conn.register(cmd.Flags())
 	return cmd

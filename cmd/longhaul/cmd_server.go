@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/fleet"
 	"github.com/longhaul-dev/longhaul/launch"
@@ -87,7 +88,7 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 		if err != nil {
 			return badInput{err}
 		}
-		opts.DataDir = filepath.Join(dir, temporalDir)
+		opts.DataDir = filepath.Join(dir, datadir.TemporalDir)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	srv, err := devserver.Start(startCtx, opts)
@@ -115,7 +116,7 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 		fmt.Fprintf(a.stdout, "pushing the fleet's state of store %s to %s\n", where, f.pushURL)
 	}
 	if withUI {
-		ui, err := a.startUI(st, f.uiAddr, false)
+		ui, err := a.startUI(st, f.uiAddr, false, nil)
 		if err != nil {
 			return err
 		}
@@ -124,10 +125,7 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 	}
 	fmt.Fprintf(a.stdout, "temporal server at %s (namespace %s), persistence %s\n", srv.ListenAddress(), srv.Namespace(), srv.Persistence())
 	fmt.Fprintf(a.stdout, "workers: longhaul worker --temporal %s --store postgres://…\n", srv.Address())
-	select {
-	case <-ctx.Done():
-	case <-a.interrupts:
-	}
+	a.untilInterrupted(ctx)
 	fmt.Fprintln(a.stderr, "longhaul: stopping the server; runs in flight continue when it starts again")
 	return nil
 }

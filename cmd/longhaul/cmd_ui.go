@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/schedule"
@@ -55,26 +51,6 @@ It binds to loopback by default. Binding to any other address needs a token
 	return cmd
 }
 
-// scheduleLister lists the schedules on c for the UI's schedules page.
-func scheduleLister(c client.Client) charts.Schedules {
-	sc := schedule.New(c)
-	return func(ctx context.Context) ([]charts.ScheduleSummary, error) {
-		ss, err := sc.List(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]charts.ScheduleSummary, 0, len(ss))
-		for _, s := range ss {
-			sum := charts.ScheduleSummary{Name: s.Name, Cron: strings.Join(s.Spec.Cron, "; "), Paused: s.Paused, Scenario: s.Action.Scenario}
-			if len(s.NextRuns) > 0 {
-				sum.Next = s.NextRuns[0]
-			}
-			out = append(out, sum)
-		}
-		return out, nil
-	}
-}
-
 func (a *app) ui(ctx context.Context, f uiFlags) error {
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
@@ -91,7 +67,7 @@ func (a *app) ui(ctx context.Context, f uiFlags) error {
 			return err
 		}
 		defer c.Close()
-		schedules = scheduleLister(c)
+		schedules = schedule.New(c).Summaries
 	}
 	ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: f.token, Log: a.logger(), Schedules: schedules})
 	if err != nil {
@@ -99,10 +75,7 @@ func (a *app) ui(ctx context.Context, f uiFlags) error {
 	}
 	defer ui.Close()
 	fmt.Fprintf(a.stdout, "longhaul UI at %s (store %s); Ctrl-C stops it\n", ui.URL(), where)
-	select {
-	case <-ctx.Done():
-	case <-a.interrupts:
-	}
+	a.untilInterrupted(ctx)
 	return nil
 }
 
@@ -111,26 +84,17 @@ func uiAddrFlag(fs *pflag.FlagSet, p *string, def, what string) {
 	fs.StringVar(p, "ui-addr", def, what+" ('off': no UI; a non-loopback address needs $LONGHAUL_UI_TOKEN)")
 }
 
-// startUI serves the UI for a command that runs soaks. addr "off" serves
-// nothing (nil, nil). When fallback is set and addr's port is taken, a free
-// port on the same host is used instead.
-func (a *app) startUI(st store.Store, addr string, fallback bool) (*charts.Running, error) {
-	return a.startUIWith(st, addr, fallback, nil)
-}
-
-// startUIWith is startUI with the schedules page's lister.
-func (a *app) startUIWith(st store.Store, addr string, fallback bool, schedules charts.Schedules) (*charts.Running, error) {
+// startUI serves the UI for a command that runs soaks, with the schedules
+// page's lister when schedules is not nil. addr "off" serves nothing (nil,
+// nil). When anyPort is set and addr's port is taken, a free port on the
+// same host is used instead.
+func (a *app) startUI(st store.Store, addr string, anyPort bool, schedules charts.Schedules) (*charts.Running, error) {
 	if strings.EqualFold(addr, "off") || addr == "" {
 		return nil, nil
 	}
-	opts := charts.Options{Store: st, Addr: addr, Token: a.getenv("LONGHAUL_UI_TOKEN"), Log: a.logger(), Schedules: schedules}
-	ui, err := charts.Listen(opts)
-	if err != nil && fallback && errors.Is(err, syscall.EADDRINUSE) {
-		if i := strings.LastIndex(addr, ":"); i >= 0 {
-			opts.Addr = addr[:i] + ":0"
-			ui, err = charts.Listen(opts)
-		}
-	}
+	ui, err := charts.Listen(charts.Options{
+		Store: st, Addr: addr, Token: a.getenv("LONGHAUL_UI_TOKEN"), Log: a.logger(), Schedules: schedules, AnyPortIfTaken: anyPort,
+	})
 	if err != nil {
 		return nil, badInputf("--ui-addr: %v", err)
 	}

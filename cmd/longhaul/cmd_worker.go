@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/launch"
+	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
 // workerFlags are the flags of longhaul worker.
@@ -67,12 +68,12 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer svc.Close()
-	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, svc.lg.temporal)
+	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, svc.lg.Temporal)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w, err := a.startWorker(ctx, c, svc, soakWorkerConfig{pushURL: f.pushURL, hostID: f.hostID, slots: f.slots})
+	w, err := a.startWorker(ctx, c, svc, soakworker.Config{PushURL: f.pushURL, HostID: f.hostID, Slots: f.slots})
 	if err != nil {
 		return err
 	}
@@ -82,10 +83,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 		slots = fmt.Sprintf("%d measurement slots", f.slots)
 	}
 	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s, %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), slots, svc.where)
-	select {
-	case <-ctx.Done():
-	case <-a.interrupts:
-	}
+	a.untilInterrupted(ctx)
 	fmt.Fprintln(a.stderr, "longhaul: stopping the worker; its runs resume on the next worker of this host")
 	return nil
 }

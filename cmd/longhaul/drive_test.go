@@ -512,42 +512,6 @@ func TestDriveInterrupt(t *testing.T) {
 	}
 }
 
-func TestDataDir(t *testing.T) {
-	tests := []struct {
-		name    string
-		flag    string
-		env     map[string]string
-		want    string
-		wantErr bool
-	}{
-		{"flag wins", "/srv/lh", map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/h"}, "/srv/lh", false},
-		{"xdg", "", map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/h"}, "/x/longhaul", false},
-		{"relative xdg ignored", "", map[string]string{"XDG_DATA_HOME": "x", "HOME": "/h"}, "/h/.local/share/longhaul", false},
-		{"home", "", map[string]string{"HOME": "/h"}, "/h/.local/share/longhaul", false},
-		{"nothing", "", map[string]string{}, "", true},
-	}
-	for _, tt := range tests {
-		a := &app{getenv: func(k string) string { return tt.env[k] }}
-		got, err := a.dataDir(tt.flag)
-		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("%s: dataDir(%q) = %q, %v; want %q, error %v", tt.name, tt.flag, got, err, tt.want, tt.wantErr)
-		}
-	}
-	a := &app{getenv: func(k string) string { return map[string]string{"HOME": "/h"}[k] }}
-	for _, tt := range []struct {
-		f    storeFlags
-		want string
-	}{
-		{storeFlags{}, "/h/.local/share/longhaul/longhaul.db"},
-		{storeFlags{data: "/d"}, "/d/longhaul.db"},
-		{storeFlags{data: "/d", store: "postgres://u@127.0.0.1/lh"}, "postgres://u@127.0.0.1/lh"},
-	} {
-		if got, err := a.storeDSN(tt.f); got != tt.want || err != nil {
-			t.Errorf("storeDSN(%+v) = %q, %v; want %q", tt.f, got, err, tt.want)
-		}
-	}
-}
-
 // --store takes a PostgreSQL URL as well as a SQLite file.
 func TestDrivePostgresStore(t *testing.T) {
 	dsn := pgtest.Start(t)

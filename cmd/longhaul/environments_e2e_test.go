@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
@@ -430,7 +431,7 @@ ops:
 					t.Errorf("a run without windows printed a summary table:\n%s", r.stdout.String())
 				}
 				if e := r.stderr.String(); strings.Contains(e, "Activity error") || strings.Contains(e, "level=ERROR") ||
-					!strings.Contains(e, filepath.Join(data, temporalLogFile)) {
+					!strings.Contains(e, filepath.Join(data, datadir.TemporalLogFile)) {
 					t.Errorf("stderr has Temporal's lines or lacks the log's path:\n%s", e)
 				}
 				if tt.docker {

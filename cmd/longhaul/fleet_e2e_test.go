@@ -129,12 +129,9 @@ func TestFleetWorkerKill(t *testing.T) {
 	}{{"returns", true}, {"gone", false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := startFleet(t, "host-a", "host-b")
-			r := startSoakRun(t, localScenario(t, 16), "--temporal", f.addr, "--data", f.data, "--format", "json", "--host-wait", "5s")
-			st := storeOf(t, f.data)
-			run := onlyRun(t, st)
-			waitWindow(t, st, run.ID, 3)
-			run = waitEnvironment(t, st, run.ID)
-			first, pid := runHost(t, run), targetPID(t, run)
+			s := startLiveSoak(t, f.data, 16, 3, "--temporal", f.addr, "--host-wait", "5s")
+			r, st, run, pid := s.r, s.st, s.run, s.pid
+			first := runHost(t, run)
 			other := map[string]string{"host-a": "host-b", "host-b": "host-a"}[first]
 			f.workers[first].kill9()
 			if tt.returns {

@@ -71,3 +71,25 @@ func (w *workerSoak) startWorker(t *testing.T) *proc {
 	p.waitFor("worker on", time.Minute)
 	return p
 }
+
+// liveSoak is a soak of the local scenario followed by r, recorded as run
+// in st, its target up as process pid.
+type liveSoak struct {
+	r   *soakRun
+	st  store.Store
+	run store.Run
+	pid int
+}
+
+// startLiveSoak starts a soak of the local scenario for windows on the
+// data directory data (args: more flags of longhaul run) and returns once
+// `after` windows are stored and its environment is recorded.
+func startLiveSoak(t *testing.T, data string, windows, after int, args ...string) liveSoak {
+	t.Helper()
+	r := startSoakRun(t, append([]string{localScenario(t, windows), "--data", data, "--format", "json"}, args...)...)
+	st := storeOf(t, data)
+	run := onlyRun(t, st)
+	waitWindow(t, st, run.ID, after)
+	run = waitEnvironment(t, st, run.ID)
+	return liveSoak{r: r, st: st, run: run, pid: targetPID(t, run)}
+}

@@ -60,6 +60,15 @@ type app struct {
 	interrupts <-chan os.Signal
 }
 
+// untilInterrupted blocks until Ctrl-C (or SIGTERM), or until ctx ends:
+// how dev, server, worker and ui serve until stopped.
+func (a *app) untilInterrupted(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-a.interrupts:
+	}
+}
+
 func main() {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

@@ -6,6 +6,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"go.temporal.io/sdk/client"
 
+	"github.com/longhaul-dev/longhaul/datadir"
+	"github.com/longhaul-dev/longhaul/soakworker"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -16,10 +18,10 @@ import (
 type services struct {
 	dataDir string
 	store   store.Store
-	where   string       // the store, for messages (no password)
-	metrics *metrics.Set // nil unless --metrics-addr was given
-	lg      *logs        // DATA/temporal.log and longhaul's own records
-	stop    func()       // stops the metrics endpoint; nil when none
+	where   string        // the store, for messages (no password)
+	metrics *metrics.Set  // nil unless --metrics-addr was given
+	lg      *datadir.Logs // DATA/temporal.log and longhaul's own records
+	stop    func()        // stops the metrics endpoint; nil when none
 }
 
 // openServices opens them; bad flags (a data directory, store or address that
@@ -40,7 +42,7 @@ func (a *app) openServices(ctx context.Context, sf storeFlags, metricsAddr strin
 	}
 	if metricsAddr != "" {
 		s.metrics = metrics.NewSet()
-		if s.stop, err = serveMetrics(metricsAddr, s.metrics); err != nil {
+		if s.stop, err = soakworker.ServeMetrics(metricsAddr, s.metrics); err != nil {
 			s.Close()
 			return nil, badInput{err}
 		}
@@ -49,10 +51,16 @@ func (a *app) openServices(ctx context.Context, sf storeFlags, metricsAddr strin
 }
 
 // startWorker starts a soak worker (package soakworker) on svc's store,
-// data directory, metrics and logs; the caller stops it.
-func (a *app) startWorker(ctx context.Context, c client.Client, svc *services, wc soakWorkerConfig) (*workflows.Worker, error) {
-	wc.metrics = svc.metrics
-	w, err := a.newSoakWorker(ctx, c, svc.store, svc.dataDir, wc, svc.lg.own)
+// data directory, metrics and logs, with the flags in cfg and the
+// environment ($LONGHAUL_DOCKER_ROUTE, $LONGHAUL_HOST_QUEUE, ${env:NAME} of
+// scenarios); the caller stops it.
+func (a *app) startWorker(ctx context.Context, c client.Client, svc *services, cfg soakworker.Config) (*workflows.Worker, error) {
+	cfg.Metrics = svc.metrics
+	cfg.Route = a.getenv(dockerRouteEnv)
+	cfg.HostQueue = a.getenv(hostQueueEnv)
+	cfg.LookupEnv = a.lookupEnv
+	cfg.Logger = svc.lg.Own
+	w, err := soakworker.New(ctx, c, svc.store, svc.dataDir, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/soakworker"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -73,8 +74,8 @@ type session struct {
 	*services
 	c        client.Client
 	hostPort string
-	embedded bool
-	stop     func()
+	follow.Session
+	stop func()
 }
 
 // start is how run and compare begin: the host's pre-flight check, the
@@ -101,7 +102,7 @@ func (a *app) openSession(ctx context.Context, sf storeFlags, cl clusterFlags, f
 		svc.Close()
 		return nil, err
 	}
-	return &session{services: svc, c: c, hostPort: hostPort, embedded: cl.temporal == "", stop: stop}, nil
+	return &session{services: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: cl.temporal == "", DataDir: svc.dataDir}, stop: stop}, nil
 }
 
 func (s *session) Close() {
@@ -126,7 +127,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 	}()
 	hostPort = temporal
 	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, svc.lg.temporal)
+		srv, err := a.startDevServer(ctx, svc.dataDir, 0, svc.lg.Temporal)
 		if err != nil {
 			return nil, "", stop, err
 		}
@@ -134,12 +135,12 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 		hostPort = srv.Address()
 		namespace = srv.Namespace()
 	}
-	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.lg.temporal); err != nil {
+	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.lg.Temporal); err != nil {
 		return nil, hostPort, stop, err
 	}
 	stops = append(stops, c.Close)
 	if temporal == "" {
-		w, err := a.startWorker(ctx, c, svc, soakWorkerConfig{})
+		w, err := a.startWorker(ctx, c, svc, soakworker.Config{})
 		if err != nil {
 			return nil, hostPort, stop, err
 		}
@@ -159,48 +160,15 @@ func (s *session) submit(ctx context.Context, what, workflowID, workflow string,
 	return temporalWorkflow{s.c, wr}, nil
 }
 
-// detached prints what --detach prints about a submitted run or comparison.
-func (a *app) detached(s *session, what, id, workflowID string) {
-	fmt.Fprintf(a.stdout, "%s %s submitted (workflow %s)\n", what, id, workflowID)
-	if s.embedded {
-		fmt.Fprintf(a.stderr, "longhaul: the embedded server stops with this process; the %s continues when 'longhaul dev --data %s' starts\n", what, s.dataDir)
-	}
-}
-
-// detachNote is what a second Ctrl-C leaves the user with.
-func (s *session) detachNote(what, id string) string {
-	if s.embedded {
-		return fmt.Sprintf("%s %s is paused with the embedded server; it continues when 'longhaul dev --data %s' starts", what, id, s.dataDir)
-	}
-	return fmt.Sprintf("%s %s goes on (longhaul report %s)", what, id, id)
-}
-
 // liveUI serves the UI while a run or comparison is followed and prints
 // its page's address; close stops it.
 func (a *app) liveUI(st store.Store, addr string, page func(*charts.Running) string) (close func(), err error) {
-	ui, err := a.startUI(st, addr, false)
+	ui, err := a.startUI(st, addr, false, nil)
 	if err != nil || ui == nil {
 		return func() {}, err
 	}
 	fmt.Fprintf(a.stderr, "live charts: %s\n", page(ui))
 	return func() { ui.Close() }, nil
-}
-
-// browseLater tells a person where the run or comparison they followed
-// stays browsable once this process and its live UI are gone. Not for
-// JSON output: a program reads that.
-func (a *app) browseLater(ff followFlags, sf storeFlags, page string) {
-	if ff.format != "text" {
-		return
-	}
-	cmd := "longhaul ui"
-	if sf.data != "" {
-		cmd += " --data " + sf.data
-	}
-	if sf.store != "" && !store.IsPostgres(sf.store) {
-		cmd += " --store " + sf.store
-	}
-	fmt.Fprintf(a.stderr, "browse it later: %s, then open %s\n", cmd, page)
 }
 
 // oneFile is the positional argument of run and compare: one scenario file.

@@ -7,19 +7,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/devserver"
-	"github.com/longhaul-dev/longhaul/soakworker"
-	"github.com/longhaul-dev/longhaul/store"
-	"github.com/longhaul-dev/longhaul/workflows"
 )
-
-// temporalDir is the embedded server's directory under the data directory.
-const temporalDir = "temporal"
 
 // dockerRouteEnv chooses how a worker reaches docker targets
 // (provision.Options.Route): unset or "auto" for inside the container's
@@ -44,7 +38,7 @@ func (a *app) logger() *slog.Logger {
 // startDevServer starts the embedded Temporal server on DATA/temporal.
 func (a *app) startDevServer(ctx context.Context, dataDir string, port int, log *slog.Logger) (*devserver.Server, error) {
 	s, err := devserver.Start(ctx, devserver.Options{
-		DataDir: filepath.Join(dataDir, temporalDir), Port: port, Logger: log,
+		DataDir: filepath.Join(dataDir, datadir.TemporalDir), Port: port, Logger: log,
 	})
 	if err != nil {
 		return nil, badInput{err}
@@ -64,29 +58,6 @@ func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log 
 		return nil, badInputf("cannot reach Temporal at %s (namespace %s): %v", hostPort, namespace, err)
 	}
 	return c, nil
-}
-
-// soakWorkerConfig is what the commands that run a worker pass to it.
-type soakWorkerConfig struct {
-	metrics *metrics.Set // worker and run metrics (nil: none)
-	pushURL string       // --push-url: where drives push live metrics
-	hostID  string       // --host-id: this host's id (default the hostname)
-	slots   int          // --slots: soaks driven at once on this host (0: 1)
-}
-
-// newSoakWorker is soakworker.New with the flags of wc and the environment
-// ($LONGHAUL_DOCKER_ROUTE, $LONGHAUL_HOST_QUEUE, ${env:NAME} of scenarios).
-func (a *app) newSoakWorker(ctx context.Context, c client.Client, st store.Store, dataDir string, wc soakWorkerConfig, log *slog.Logger) (*workflows.Worker, error) {
-	return soakworker.New(ctx, c, st, dataDir, soakworker.Config{
-		Metrics:   wc.metrics,
-		PushURL:   wc.pushURL,
-		HostID:    wc.hostID,
-		Slots:     wc.slots,
-		Route:     a.getenv(dockerRouteEnv),
-		HostQueue: a.getenv(hostQueueEnv),
-		LookupEnv: a.lookupEnv,
-		Logger:    log,
-	})
 }
 
 // pushURLFlag registers --push-url.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -255,7 +256,7 @@ func (r *soakRun) wait(t *testing.T) int {
 // storeOf opens the store the commands use under dataDir.
 func storeOf(t *testing.T, dataDir string) store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(dataDir, DefaultStoreFile))
+	st, err := store.Open(context.Background(), filepath.Join(dataDir, datadir.StoreFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,13 +467,8 @@ func TestSoakCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak")
 	}
-	data := t.TempDir()
-	r := startSoakRun(t, localScenario(t, 30), "--data", data, "--format", "json")
-	st := storeOf(t, data)
-	run := onlyRun(t, st)
-	waitWindow(t, st, run.ID, 2)
-	run = waitEnvironment(t, st, run.ID)
-	pid := targetPID(t, run)
+	s := startLiveSoak(t, t.TempDir(), 30, 2)
+	r, st, run, pid := s.r, s.st, s.run, s.pid
 	checkLiveUI(t, r.stderr.String(), run.ID)
 	r.sig <- os.Interrupt
 	if code := r.wait(t); code != exitFailed {
@@ -482,8 +478,7 @@ func TestSoakCancel(t *testing.T) {
 	if run.Status != store.Cancelled {
 		t.Errorf("status %s, want cancelled", run.Status)
 	}
-	ws, _ := st.Windows(context.Background(), run.ID, store.AllWindows)
-	if len(ws) < 3 {
+	if ws := runWindows(t, st, run.ID); len(ws) < 3 {
 		t.Errorf("%d windows kept, want at least the 3 completed before Ctrl-C", len(ws))
 	}
 	if rep := reportLine(t, r.stdout.String()); rep.Status != store.Cancelled {
@@ -499,12 +494,8 @@ func TestSoakTargetDies(t *testing.T) {
 		t.Skip("end-to-end soak")
 	}
 	data := t.TempDir()
-	r := startSoakRun(t, localScenario(t, 30), "--data", data, "--format", "json")
-	st := storeOf(t, data)
-	run := onlyRun(t, st)
-	waitWindow(t, st, run.ID, 2)
-	run = waitEnvironment(t, st, run.ID)
-	pid := targetPID(t, run)
+	s := startLiveSoak(t, data, 30, 2)
+	r, st, run, pid := s.r, s.st, s.run, s.pid
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

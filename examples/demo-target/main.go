@@ -12,6 +12,7 @@
 //	DEMO_LEAK_BYTES=2048 go run ./examples/demo-target              # every request retains 2 KiB
 //	DEMO_CPU_BURN_US=40 go run ./examples/demo-target               # every request burns 40 µs of CPU
 //	DEMO_ALLOC_BYTES=4096 go run ./examples/demo-target             # every request allocates and drops 4 KiB
+//	DEMO_DB_SLEEP_MS=20 DATABASE_URL='postgres://…?pool_max_conns=1' go run ./examples/demo-target   # a pool wall
 //	DEMO_RESPONSE_VARIANT=1 go run ./examples/demo-target           # GET /items answers a little differently
 //
 // Environment:
@@ -24,12 +25,17 @@
 //	DEMO_CPU_BURN_US   N > 0: every request burns N µs of CPU in a loop on its own goroutine
 //	                   (calibrated against thread CPU time at start)
 //	DEMO_ALLOC_BYTES   N > 0: every request allocates N bytes on the heap and drops them
+//	DEMO_DB_SLEEP_MS   N > 0: every API request first holds a pooled database connection N ms
+//	                   (SELECT pg_sleep, or SLEEP on MySQL): a slow query that costs no CPU;
+//	                   with a small pool (pool_max_conns=1) throughput stops at the pool
 //	                   (garbage for the GC: bytes allocated per request grow by N)
 //	DEMO_RESPONSE_VARIANT  1: GET /items adds "cursor":null to its answer (a response
 //	                   difference for comparisons' equivalence check to find)
 //	DEMO_WS_LEAK_BYTES N > 0: every WebSocket connection retains N bytes forever
 //	DEMO_WS_STALL_AFTER  a duration: that long after start, WebSocket connections are
 //	                   no longer read (pings go unanswered, echoes stop)
+//	DEMO_WS_UNCLOSED   true: the server never closes a WebSocket connection; once its
+//	                   client has closed its end, the socket sits in CLOSE_WAIT
 //	DEMO_WS_TICK       the /ws/ticker push interval (default 1s)
 //	DEMO_TLS_CERT, DEMO_TLS_KEY  PEM files: serve HTTPS (HTTP/1.1 and HTTP/2 by ALPN)
 //	                   instead of cleartext HTTP/1.1 and h2c (HTTP/2 with prior knowledge)
@@ -102,6 +108,7 @@ type config struct {
 	LeakBytes   int
 	CPUBurnUs   int
 	AllocBytes  int
+	DBSleep     time.Duration
 	Variant     int
 	TLSCert     string
 	TLSKey      string
@@ -147,6 +154,16 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		}
 		c.AllocBytes = n
 	}
+	if v := getenv("DEMO_DB_SLEEP_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 10_000 {
+			return c, usageError{fmt.Sprintf("DEMO_DB_SLEEP_MS=%q: want milliseconds 0-10000", v)}
+		}
+		if n > 0 && c.DatabaseURL == "" {
+			return c, usageError{"DEMO_DB_SLEEP_MS needs a database server (DATABASE_URL): SQLite has no sleep"}
+		}
+		c.DBSleep = time.Duration(n) * time.Millisecond
+	}
 	if v := getenv("DEMO_RESPONSE_VARIANT"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1 {
@@ -160,6 +177,13 @@ func configFromEnv(getenv func(string) string) (config, error) {
 			return c, usageError{fmt.Sprintf("DEMO_WS_LEAK_BYTES=%q: want a byte count 0-67108864", v)}
 		}
 		c.WebSocket.LeakBytes = n
+	}
+	if v := getenv("DEMO_WS_UNCLOSED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, usageError{fmt.Sprintf("DEMO_WS_UNCLOSED=%q: want true or false", v)}
+		}
+		c.WebSocket.Unclosed = b
 	}
 	for _, d := range []struct {
 		name string
@@ -183,7 +207,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 // run serves the API until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_RESPONSE_VARIANT, DEMO_WS_LEAK_BYTES, DEMO_WS_STALL_AFTER, DEMO_WS_TICK, DEMO_TLS_CERT, DEMO_TLS_KEY"}
+		return usageError{"takes no arguments; configure it with PORT, DATABASE_URL, DEMO_SQLITE, DEMO_INDEX_BUCKET, DEMO_LEAK_BYTES, DEMO_CPU_BURN_US, DEMO_ALLOC_BYTES, DEMO_DB_SLEEP_MS, DEMO_RESPONSE_VARIANT, DEMO_WS_LEAK_BYTES, DEMO_WS_STALL_AFTER, DEMO_WS_UNCLOSED, DEMO_WS_TICK, DEMO_TLS_CERT, DEMO_TLS_KEY"}
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -202,14 +226,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("listen on port %d: %w", cfg.Port, err)
 	}
 	srv := &http.Server{
-		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, AllocBytes: cfg.AllocBytes, Variant: cfg.Variant, WebSocket: cfg.WebSocket, Log: log}),
+		Handler:           newServer(st, serverOptions{LeakBytes: cfg.LeakBytes, CPUBurnUs: cfg.CPUBurnUs, AllocBytes: cfg.AllocBytes, DBSleep: cfg.DBSleep, Variant: cfg.Variant, WebSocket: cfg.WebSocket, Log: log}),
 		ConnContext:       withConn,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if cfg.WebSocket.StallAfter > 0 {
-		ln = stallListener{Listener: ln, at: time.Now().Add(cfg.WebSocket.StallAfter)}
+	if cfg.WebSocket.StallAfter > 0 || cfg.WebSocket.Unclosed {
+		sl := stallListener{Listener: ln, stall: cfg.WebSocket.StallAfter > 0, at: time.Now().Add(cfg.WebSocket.StallAfter)}
+		if cfg.WebSocket.Unclosed {
+			sl.unclosed = new(unclosedConns)
+		}
+		ln = sl
 	}
 	// Cleartext serves HTTP/1.1 and h2c (prior knowledge), TLS HTTP/1.1 and
 	// HTTP/2 by ALPN: every protocol longhaul drives.
@@ -221,7 +249,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "", "index_bucket", cfg.IndexBucket, "leak_bytes", cfg.LeakBytes,
-		"cpu_burn_us", cfg.CPUBurnUs, "alloc_bytes", cfg.AllocBytes, "response_variant", cfg.Variant)
+		"cpu_burn_us", cfg.CPUBurnUs, "alloc_bytes", cfg.AllocBytes, "db_sleep", cfg.DBSleep, "response_variant", cfg.Variant)
 
 	served := make(chan error, 1)
 	go func() {

@@ -196,7 +196,11 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"DEMO_LEAK_BYTES": "2k"}, wantErr: `DEMO_LEAK_BYTES="2k"`},
 		{env: map[string]string{"DEMO_CPU_BURN_US": "40", "DEMO_RESPONSE_VARIANT": "1"}, want: config{Port: 8080, IndexBucket: true, CPUBurnUs: 40, Variant: 1}},
 		{env: map[string]string{"DEMO_CPU_BURN_US": "-5"}, wantErr: `DEMO_CPU_BURN_US="-5"`},
+		{env: map[string]string{"DEMO_DB_SLEEP_MS": "20", "DATABASE_URL": "postgres://x/y"}, want: config{Port: 8080, IndexBucket: true, DatabaseURL: "postgres://x/y", DBSleep: 20 * time.Millisecond}},
+		{env: map[string]string{"DEMO_DB_SLEEP_MS": "20"}, wantErr: "DEMO_DB_SLEEP_MS needs a database server"},
 		{env: map[string]string{"DEMO_RESPONSE_VARIANT": "2"}, wantErr: `DEMO_RESPONSE_VARIANT="2"`},
+		{env: map[string]string{"DEMO_WS_UNCLOSED": "true"}, want: config{Port: 8080, IndexBucket: true, WebSocket: wsOptions{Unclosed: true}}},
+		{env: map[string]string{"DEMO_WS_UNCLOSED": "sometimes"}, wantErr: `DEMO_WS_UNCLOSED="sometimes"`},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {

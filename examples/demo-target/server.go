@@ -51,6 +51,10 @@ type serverOptions struct {
 	// AllocBytes, when > 0, makes every request allocate that many bytes
 	// and drop them (the DEMO_ALLOC_BYTES switch).
 	AllocBytes int
+	// DBSleep, when > 0, makes every API request hold a pooled database
+	// connection that long first (the DEMO_DB_SLEEP_MS switch); the store
+	// must be a dbSleeper.
+	DBSleep time.Duration
 	// Variant 1 adds "cursor":null to GET /items (DEMO_RESPONSE_VARIANT).
 	Variant int
 	// WebSocket configures the WebSocket endpoints (DEMO_WS_* switches).
@@ -70,6 +74,7 @@ type server struct {
 	leak       *leakedMemory
 	burner     cpuBurner
 	allocBytes int
+	dbSleep    time.Duration
 	variant    int
 
 	ws *wsServer // WebSocket endpoints (websocket.go)
@@ -95,6 +100,7 @@ func newServer(st store, o serverOptions) *server {
 		leak:       o.Leak,
 		burner:     newCPUBurner(o.CPUBurnUs),
 		allocBytes: o.AllocBytes,
+		dbSleep:    o.DBSleep,
 		variant:    o.Variant,
 	}
 	s.errLog.log = o.Log
@@ -143,12 +149,21 @@ func (s *server) handle(pattern string, h handlerFunc) {
 	for _, code := range routeStatuses {
 		counters[code] = s.metrics.NewCounter(fmt.Sprintf(`http_requests_total{route=%s,code="%d"}`, route, code))
 	}
+	sleeps := s.dbSleep > 0 && !strings.HasPrefix(pattern, "GET /health") && !strings.HasPrefix(pattern, "GET /metrics") && !strings.HasPrefix(pattern, "POST /debug/")
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.leak.retain(s.leakBytes)
 		s.burner.burn()
 		allocGarbage(s.allocBytes)
-		code := h(w, r)
+		var code int
+		if sleeps {
+			if err := s.st.(dbSleeper).sleep(r.Context(), s.dbSleep); err != nil {
+				code = s.internalError(w, r, err)
+			}
+		}
+		if code == 0 {
+			code = h(w, r)
+		}
 		duration.UpdateDuration(start)
 		if c, ok := counters[code]; ok {
 			c.Inc()

@@ -40,6 +40,17 @@ type itemPatch struct {
 // store is the persistence the API needs. Implementations are safe for
 // concurrent use; times are stored with microsecond precision (PostgreSQL's),
 // so callers pass times already truncated to the microsecond.
+// dbSleeper is a store that can hold one of its pooled connections busy for
+// a while (DEMO_DB_SLEEP_MS): a slow query that costs waiting, not CPU.
+type dbSleeper interface {
+	sleep(ctx context.Context, d time.Duration) error
+}
+
+var (
+	_ dbSleeper = (*pgStore)(nil)
+	_ dbSleeper = (*mysqlStore)(nil)
+)
+
 type store interface {
 	// createUser inserts a user and returns its id, or errTaken.
 	createUser(ctx context.Context, username string, passwordHash []byte, now time.Time) (int64, error)

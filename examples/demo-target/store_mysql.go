@@ -23,6 +23,11 @@ type mysqlStore struct {
 
 var _ store = (*mysqlStore)(nil)
 
+func (s *mysqlStore) sleep(ctx context.Context, d time.Duration) error {
+	_, err := s.db.ExecContext(ctx, `SELECT SLEEP(?)`, d.Seconds())
+	return err
+}
+
 var mysqlSchema = []string{`
 CREATE TABLE IF NOT EXISTS users (
 	id            BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,

@@ -26,6 +26,11 @@ type pgStore struct {
 
 var _ store = (*pgStore)(nil)
 
+func (s *pgStore) sleep(ctx context.Context, d time.Duration) error {
+	_, err := s.pool.Exec(ctx, `SELECT pg_sleep($1)`, d.Seconds())
+	return err
+}
+
 const pgSchema = `
 CREATE TABLE IF NOT EXISTS users (
 	id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

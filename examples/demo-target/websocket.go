@@ -27,11 +27,17 @@ import (
 //	DEMO_WS_STALL_AFTER=D     D after start, WebSocket connections are no longer
 //	                          read: pings go unanswered, echoes stop (a server
 //	                          whose reader hung)
+//	DEMO_WS_UNCLOSED=true     a WebSocket connection is never closed by the
+//	                          server: when its session ends the socket is kept,
+//	                          and once the client has closed its end it sits in
+//	                          CLOSE_WAIT until the process exits (a server that
+//	                          loses track of the sessions it should release)
 
 // wsOptions configure the WebSocket endpoints.
 type wsOptions struct {
 	LeakBytes  int
 	StallAfter time.Duration
+	Unclosed   bool
 	Tick       time.Duration
 }
 
@@ -116,10 +122,12 @@ func (ws *wsServer) ticker(w http.ResponseWriter, r *http.Request) {
 }
 
 // stallListener wraps accepted connections in stallConn (the
-// DEMO_WS_STALL_AFTER switch).
+// DEMO_WS_STALL_AFTER and DEMO_WS_UNCLOSED switches).
 type stallListener struct {
 	net.Listener
-	at time.Time
+	stall    bool
+	at       time.Time
+	unclosed *unclosedConns // nil: connections close as usual
 }
 
 func (l stallListener) Accept() (net.Conn, error) {
@@ -127,21 +135,24 @@ func (l stallListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stallConn{Conn: c, at: l.at, closed: make(chan struct{})}, nil
+	return &stallConn{Conn: c, stall: l.stall, at: l.at, unclosed: l.unclosed, closed: make(chan struct{})}, nil
 }
 
 // stallConn stops returning data from Read once it carries a WebSocket
-// (ws) and the stall time has come; Read then blocks until Close.
+// (ws) and the stall time has come; Read then blocks until Close. With
+// unclosed, Close of a WebSocket connection keeps its socket open.
 type stallConn struct {
 	net.Conn
-	at     time.Time
-	ws     atomic.Bool
-	once   sync.Once
-	closed chan struct{}
+	stall    bool
+	at       time.Time
+	unclosed *unclosedConns
+	ws       atomic.Bool
+	once     sync.Once
+	closed   chan struct{}
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
-	if c.ws.Load() && !time.Now().Before(c.at) {
+	if c.stall && c.ws.Load() && !time.Now().Before(c.at) {
 		<-c.closed
 		return 0, net.ErrClosed
 	}
@@ -150,7 +161,24 @@ func (c *stallConn) Read(p []byte) (int, error) {
 
 func (c *stallConn) Close() error {
 	c.once.Do(func() { close(c.closed) })
+	if c.unclosed != nil && c.ws.Load() {
+		c.unclosed.keep(c.Conn)
+		return nil
+	}
 	return c.Conn.Close()
+}
+
+// unclosedConns holds the connections the DEMO_WS_UNCLOSED switch never
+// closes: referenced, so that no finalizer closes their sockets either.
+type unclosedConns struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (u *unclosedConns) keep(c net.Conn) {
+	u.mu.Lock()
+	u.conns = append(u.conns, c)
+	u.mu.Unlock()
 }
 
 type connKey struct{}

@@ -3,6 +3,7 @@
 //   PORT=8080 node --inspect=127.0.0.1:9229 server.js
 //   LEAK_BYTES=2048 PORT=8080 node --inspect=127.0.0.1:9229 server.js   # the leaky twin
 //   LEAK_BUFFER_BYTES=2048 PORT=8080 node --inspect=127.0.0.1:9229 server.js   # leaks off the heap
+//   BURN_US=2000 PORT=8080 node server.js   # every request burns 2 ms of CPU on the JavaScript thread
 //   HOT_LOOP_US=200 PORT=8080 node --inspect=127.0.0.1:9229 server.js   # 200 µs of synchronous work per request
 //
 // Routes: GET /health → 200 "ok"; anything else → 200 with a small JSON body.
@@ -13,10 +14,17 @@
 // instead: its bytes live outside the V8 heap (process.memoryUsage()
 // external and arrayBuffers, and the RSS grow; the heap only by the Buffer's
 // small JavaScript object).
+// With BURN_US=N (> 0), every request but /health spins synchronously in
+// burn() until the process has used N µs more CPU: a per-request hot loop
+// on the one JavaScript thread, which pins it near a full core under load.
 // With HOT_LOOP_US=N (> 0), every request runs hotLoop, a synchronous loop
 // on the main thread (the event loop serves nothing meanwhile) of a fixed
 // number of iterations calibrated at start to about N µs of CPU: a known
-// per-request cost for a CPU profile to find.
+// per-request cost for a CPU profile to find. (BURN_US holds the thread for
+// exactly N µs of CPU under any load, but reads the process's CPU clock
+// every thousand iterations, so a profile finds part of its time in
+// process.cpuUsage; hotLoop reads no clock, so the loop itself is the
+// profile's leaf.)
 // The leaks and the loop are named functions (retainString, retainBuffer,
 // hotLoop), so that a profile names them.
 // PORT=0 (the default) picks a free port. HOST is the address to listen on
@@ -28,6 +36,7 @@ const http = require('node:http');
 
 const leakBytes = Math.max(0, parseInt(process.env.LEAK_BYTES || '0', 10) || 0);
 const leakBufferBytes = Math.max(0, parseInt(process.env.LEAK_BUFFER_BYTES || '0', 10) || 0);
+const burnMicros = Math.max(0, parseInt(process.env.BURN_US || '0', 10) || 0);
 const hotLoopUs = Math.max(0, parseInt(process.env.HOT_LOOP_US || '0', 10) || 0);
 const port = parseInt(process.env.PORT || '0', 10) || 0;
 const host = process.env.HOST || '127.0.0.1';
@@ -49,6 +58,18 @@ function retainString(n) {
 // owns its n bytes, zero-filled, so they are resident.
 function retainBuffer(n) {
   retained.push(Buffer.alloc(n, served & 0xff));
+}
+
+// burn spins until the process has used us µs more CPU (process.cpuUsage:
+// user + system), checking every thousand iterations.
+function burn(us) {
+  const start = process.cpuUsage();
+  let x = 0;
+  for (;;) {
+    for (let i = 0; i < 1000; i++) x = (x * 31 + i) | 0;
+    const d = process.cpuUsage(start);
+    if (d.user + d.system >= us) return x;
+  }
 }
 
 let spinSink = 0;
@@ -91,6 +112,7 @@ const server = http.createServer((req, res) => {
     res.end('ok');
     return;
   }
+  if (burnMicros > 0) burn(burnMicros);
   const body = JSON.stringify({ served, path: req.url });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);

@@ -1,0 +1,84 @@
+package analysis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// TestDatabaseStop: a database that stopped is a finding of its own, a
+// warning when the target answered again afterwards and critical when it
+// did not; the error surge around it says the database stopped.
+func TestDatabaseStop(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC)
+	stop := window.Event{Kind: window.EventDatabaseExit, At: t0.Add(52 * time.Second), Container: "1a2b3c4d5e6f",
+		Detail: "the database container 1a2b3c4d5e6f is not running", ExitCode: new(int)}
+	fail := func(w *window.Window, refused, s5xx int64) {
+		w.Errors.Refused, w.Errors.Status5xx = refused, s5xx
+		w.OK = w.Requests - refused - s5xx
+	}
+
+	t.Run("restarted", func(t *testing.T) {
+		ws := crashRun(1, 30, t0)
+		ws[5].Events = []window.Event{stop}
+		fail(&ws[5], 300, 200)
+		fail(&ws[6], 0, 900)
+		fail(&ws[7], 0, 5) // under 1 %: answering again
+		res := Analyze(ws, DefaultOptions())
+		f := findKind(t, res, KindDatabaseStop)
+		if f.Severity != Warning || f.Evidence.FirstWindow != 5 || f.Evidence.LastWindow != 6 || f.Evidence.Notes["recovered_window"] != 7 {
+			t.Errorf("got %s windows %d–%d recovered %v; want a warning over windows 5–6, recovered in 7", f.Severity, f.Evidence.FirstWindow, f.Evidence.LastWindow, f.Evidence.Notes["recovered_window"])
+		}
+		for _, s := range []string{"the database exited 0:00:52 into the run (window 5; exit code 0)", "1,400 errors (5xx 1,100, refused 300)", "recovered in window 7"} {
+			if !strings.Contains(f.Summary, s) {
+				t.Errorf("summary %q lacks %q", f.Summary, s)
+			}
+		}
+		if res.Findings[0].Kind != KindDatabaseStop {
+			t.Errorf("first finding %s, want the database stop first", res.Findings[0].Kind)
+		}
+	})
+
+	t.Run("never back", func(t *testing.T) {
+		ws := crashRun(1, 30, t0)
+		ws[20].Events = []window.Event{stop}
+		for i := 20; i < 30; i++ {
+			fail(&ws[i], 0, 1000)
+		}
+		res := Analyze(ws, DefaultOptions())
+		f := findKind(t, res, KindDatabaseStop)
+		if f.Severity != Critical || !strings.Contains(f.Summary, "did not recover before the run ended") {
+			t.Errorf("got %s %q; want critical, not recovered", f.Severity, f.Summary)
+		}
+		surge := findKind(t, res, KindErrorSurge)
+		if !strings.Contains(surge.Summary, "the database stopped in window 20") || surge.Evidence.Notes["database_stopped_window"] != 20 {
+			t.Errorf("error surge %q does not name the database's stop", surge.Summary)
+		}
+	})
+
+	t.Run("no event, no finding", func(t *testing.T) {
+		ws := crashRun(1, 30, t0)
+		for i := 20; i < 30; i++ {
+			fail(&ws[i], 0, 1000)
+		}
+		res := Analyze(ws, DefaultOptions())
+		for _, f := range res.Findings {
+			if f.Kind == KindDatabaseStop || strings.Contains(f.Summary, "database stopped") {
+				t.Errorf("a database stop without an event: %s %q", f.Kind, f.Summary)
+			}
+		}
+	})
+}
+
+func findKind(t *testing.T, res Result, kind string) Finding {
+	t.Helper()
+	for _, f := range res.Findings {
+		if f.Kind == kind {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding in %+v", kind, res.Findings)
+	return Finding{}
+}

@@ -1,0 +1,50 @@
+package charts
+
+import (
+	"context"
+	"encoding/csv"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunPageThreads: a run with the thread probe's readings gets the
+// busiest-thread column in its window table and the readings in its CSV; a
+// run without them gets neither.
+func TestRunPageThreads(t *testing.T) {
+	st := openStore(t)
+	f, h := fixture{ID: "run-t", Name: "node-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
+	f.seed(t, st, h)
+	for i := range f.Windows {
+		if i == 7 { // the fixture's lost window
+			continue
+		}
+		w := f.window(h, i)
+		w.Probes.HottestThread, w.Probes.HottestThreadMain = "node", true
+		w.Probes.HottestThreadCores, w.Probes.HottestThreadBusy = ptr(0.61), ptr(0.99)
+		if err := st.PutWindow(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+	body := u.mustGet("/runs/run-t", "text/html")
+	checkCSPClean(t, "run", body)
+	for _, want := range []string{">busiest thread</th>", `<td class="r">node 0.99</td>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	rows, err := csv.NewReader(strings.NewReader(u.mustGet("/runs/run-t/windows.csv", "text/csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.Index(rows[0], "hottest_thread_busy"); i < 0 || rows[1][i] != "0.99" {
+		t.Errorf("CSV: header %v, first row %v; want hottest_thread_busy 0.99", rows[0], rows[1])
+	}
+
+	plain := newTestUI(t, Options{})
+	if body := plain.mustGet("/runs/run-1", "text/html"); strings.Contains(body, "busiest thread") {
+		t.Error("a run without thread readings shows the busiest-thread column")
+	}
+}
