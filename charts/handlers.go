@@ -283,6 +283,9 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		return runView{}, err
 	}
 	v.Notifications = notificationViews(ns)
+	if !standalone {
+		v.Logs = runLogs(ctx, st, id, base)
+	}
 	v.Totals = sumTotals(d.spans, run)
 	v.Resolution = resolution(d.spans)
 	for _, spec := range chartSet(d.tl, d.fs, q.Op) {

@@ -242,12 +242,14 @@ type runView struct {
 	ProbeProblems []probeProblemView
 	// Notifications are those a scheduled run sent (or failed to send).
 	Notifications []notificationView
-	Charts        []drawnChart
-	Ops           []string
-	Op            string
-	From, To      int
-	Zoomed        bool
-	Resolution    string
+	// Logs are the output kept of the run's processes (at teardown).
+	Logs       []logView
+	Charts     []drawnChart
+	Ops        []string
+	Op         string
+	From, To   int
+	Zoomed     bool
+	Resolution string
 	// PointsJS is the hover data, in a standalone page only; a served page
 	// fetches it from PointsURL.
 	PointsJS  template.JS

@@ -131,6 +131,7 @@ func New(opts Options) *Server {
 		"/runs/{id}/windows.csv":          s.windowsCSV,
 		"/runs/{id}/windows.json":         s.windowsJSON,
 		"/runs/{id}/scenario.yaml":        s.scenarioYAML,
+		"/runs/{id}/logs/{source}":        s.runLog,
 		"/comparisons/{id}":               s.comparisonPage,
 		"/runs/{id}/profile":              s.profilePage,
 		"/runs/{id}/profile.pb.gz":        s.profileDownload,
