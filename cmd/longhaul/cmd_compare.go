@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"time"
@@ -114,20 +112,12 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 // planCompare checks the command line and the scenario (package launch).
 // Without --seed the seed is random.
 func (a *app) planCompare(file string, f compareFlags, changed func(string) bool) (launch.Compare, error) {
-	seed := f.seed
-	if !changed("seed") {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return launch.Compare{}, fmt.Errorf("random seed: %w", err)
-		}
-		seed = binary.LittleEndian.Uint64(b[:]) >> 1 // fits the store's int64
-	}
 	p, err := launch.PlanCompare(launch.CompareRequest{
 		File: file, A: f.a, B: f.b, AImage: f.aImage, BImage: f.bImage, AEnv: f.aEnv, BEnv: f.bEnv,
 		Pairs: f.pairs, MaxPairs: f.maxPairs, MaxDuration: f.maxDuration, DecideOn: f.decideOn, Order: f.order,
 		RoundDuration: f.roundDuration, Window: f.window, Warmup: f.warmup,
 		Equivalence: f.equivalence, AllowDiff: f.allowDiff, RerunDisturbed: f.rerunDisturbed, DisturbedAbove: f.disturbedAbove,
-		Provider: f.provider, Format: f.format, Seed: seed, Remote: f.temporal != "", Changed: changed, LookupEnv: a.lookupEnv,
+		Provider: f.provider, Format: f.format, Seed: f.seed, Remote: f.temporal != "", Changed: changed, LookupEnv: a.lookupEnv,
 	})
 	return p, a.launchErr(err)
 }
