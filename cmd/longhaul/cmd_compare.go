@@ -9,11 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/analysis"
-	"github.com/longhaul-dev/longhaul/charts"
-	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/report"
-	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
@@ -133,42 +130,7 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 		return err
 	}
 	defer s.Close()
-	rec := p.Record
-	rec.ID, rec.WorkflowID, rec.CreatedAt = id, "longhaul-compare-"+id, time.Now()
-	p.Input.ComparisonID = rec.ID
-	if err := s.store.PutComparison(ctx, rec); err != nil {
-		return fmt.Errorf("record the comparison in %s: %w", s.where, err)
-	}
-	wf, err := s.submit(ctx, "comparison", rec.WorkflowID, workflows.CompareWorkflowName, p.Input, func(ctx context.Context, reason string, at time.Time) error {
-		return s.store.SetComparisonStatus(ctx, rec.ID, store.Failed, reason, at)
-	})
-	if err != nil {
-		return err
-	}
-	if f.detach {
-		s.Detached(a.terminal(), "comparison", rec.ID, rec.WorkflowID)
-		return nil
-	}
-	kind := "A vs B"
-	if rec.SameBuild() {
-		kind = "A vs A (the noise floor)"
-	}
-	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %s of %s rounds in %s windows, order %s (store %s)\n",
-		rec.ID, rec.Name, kind, report.PairsLine(rec), rec.RoundDuration, rec.Window, rec.Order, s.where)
-	closeUI, err := a.liveUI(s.store, f.uiAddr, func(ui *charts.Running) string { return ui.ComparisonURL(rec.ID) })
-	if err != nil {
-		return err
-	}
-	defer closeUI()
-	err = follow.FollowComparison(ctx, a.terminal(), s.store, wf, follow.Comparison{
-		ID: rec.ID, Format: p.Format, Pairs: max(rec.Pairs, rec.MaxPairs),
-		RoundDuration: rec.RoundDuration, Window: rec.Window, FailOnWorse: f.failOnWorse, DetachNote: s.DetachNote("comparison", rec.ID),
-	})
-	if e, ok := err.(follow.Exit); ok && e.Code == follow.ExitFailed {
-		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", s.lg.Path)
-	}
-	follow.BrowseLater(a.terminal(), f.format, f.data, f.store, "/comparisons/"+rec.ID)
-	return err
+	return a.launcher(s, f.followFlags, f.storeFlags).Compare(ctx, p, id, f.failOnWorse)
 }
 
 func (a *app) comparisonsCmd() *cobra.Command {
