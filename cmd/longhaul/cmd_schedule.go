@@ -100,13 +100,19 @@ func (a *app) scheduleClient(ctx context.Context, f scheduleConn) (*schedule.Cli
 // and maps the schedule package's errors to exit codes.
 func (a *app) withSchedules(conn *scheduleConn, do func(ctx context.Context, sc *schedule.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		sc, c, err := a.scheduleClient(cmd.Context(), *conn)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return scheduleErr(do(cmd.Context(), sc, args))
+		return a.onSchedules(cmd.Context(), *conn, func(sc *schedule.Client) error { return do(cmd.Context(), sc, args) })
 	}
+}
+
+// onSchedules dials Temporal for do, once the input is checked, and maps
+// the schedule package's errors to exit codes.
+func (a *app) onSchedules(ctx context.Context, conn scheduleConn, do func(sc *schedule.Client) error) error {
+	sc, c, err := a.scheduleClient(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return scheduleErr(do(sc))
 }
 
 // scheduleErr maps the schedule package's errors to exit codes.
@@ -180,14 +186,12 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err := schedule.ValidateName(name); err != nil {
 				return badInput{err}
 			}
-			spec, err := sf.spec()
-			if err != nil {
-				return err
-			}
+			spec := sf.spec()
 			if err := spec.Validate(); err != nil {
 				return badInput{err}
 			}
 			var in workflows.ScheduledInput
+			var err error
 			if cmpf.file != "" {
 				in, err = a.compareInput(cmpf, sf, cmd.Flags().Changed)
 			} else {
@@ -196,15 +200,12 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := sc.Create(ctx, name, spec, in, paused); err != nil {
-				return scheduleErr(err)
-			}
-			return scheduleErr(sc.Show(ctx, a.stdout, name, conn.format == "json"))
+			return a.onSchedules(ctx, conn, func(sc *schedule.Client) error {
+				if err := sc.Create(ctx, name, spec, in, paused); err != nil {
+					return err
+				}
+				return sc.Show(ctx, a.stdout, name, conn.format == "json")
+			})
 		},
 	}
 	conn.register(cmd.Flags())
@@ -214,13 +215,9 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 	return cmd
 }
 
-// spec reads the spec flags.
-func (sf scheduleSpecFlags) spec() (schedule.Spec, error) {
-	ov, err := schedule.ParseOverlap(sf.overlap)
-	if err != nil {
-		return schedule.Spec{}, badInput{err}
-	}
-	return schedule.Spec{Cron: sf.cron, TimeZone: sf.tz, Jitter: sf.jitter, Overlap: ov, Catchup: sf.catchup}, nil
+// spec reads the spec flags (checked by Spec.Validate).
+func (sf scheduleSpecFlags) spec() schedule.Spec {
+	return schedule.Spec{Cron: sf.cron, TimeZone: sf.tz, Jitter: sf.jitter, Overlap: schedule.Overlap(sf.overlap), Catchup: sf.catchup}
 }
 
 // notice is where the schedule's notifications go.
@@ -301,15 +298,12 @@ func (a *app) scheduleUpdateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := sc.Update(ctx, args[0], ch); err != nil {
-				return scheduleErr(err)
-			}
-			return scheduleErr(sc.Show(ctx, a.stdout, args[0], conn.format == "json"))
+			return a.onSchedules(ctx, conn, func(sc *schedule.Client) error {
+				if err := sc.Update(ctx, args[0], ch); err != nil {
+					return err
+				}
+				return sc.Show(ctx, a.stdout, args[0], conn.format == "json")
+			})
 		},
 	}
 	conn.register(cmd.Flags())
@@ -364,15 +358,12 @@ func (a *app) scheduleSimpleCmd(verb schedule.Verb, short string) *cobra.Command
 			if err := schedule.ValidateName(name); err != nil {
 				return badInput{err}
 			}
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := sc.Do(ctx, verb, name, note); err != nil {
-				return scheduleErr(err)
-			}
-			return schedule.WriteDone(a.stdout, verb, name, conn.format == "json")
+			return a.onSchedules(ctx, conn, func(sc *schedule.Client) error {
+				if err := sc.Do(ctx, verb, name, note); err != nil {
+					return err
+				}
+				return schedule.WriteDone(a.stdout, verb, name, conn.format == "json")
+			})
 		},
 	}
 	conn.register(cmd.Flags())
