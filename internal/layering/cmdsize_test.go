@@ -22,7 +22,7 @@ import (
 // left is mostly the commands' help text and flag definitions (about 320
 // lines) and their wiring.
 const (
-	maxCmdLines     = 2696 // non-test Go lines in cmd/longhaul (goal: 2,500)
+	maxCmdLines     = 2685 // non-test Go lines in cmd/longhaul (goal: 2,500)
 	maxCmdFuncLines = 80   // lines of one function in cmd/longhaul
 )
 
