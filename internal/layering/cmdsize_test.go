@@ -24,7 +24,7 @@ import (
 // it only ever goes down. What is left is mostly the commands' help text
 // and flag definitions (about 320 lines) and their wiring.
 const (
-	maxCmdLines     = 2685 // non-test Go lines in cmd/longhaul (goal: 2,500)
+	maxCmdLines     = 2645 // non-test Go lines in cmd/longhaul (goal: 2,500)
 	maxCmdFuncLines = 80   // lines of one function in cmd/longhaul
 )
 
