@@ -303,3 +303,24 @@ func forgetMembers(cfg *config.SQL) error {
 	}
 	return nil
 }
+
+// SetPersistence keeps the server's state where the user said (longhaul
+// server --persistence, else $LONGHAUL_PERSISTENCE): a postgres:// or
+// postgresql:// URL sets Postgres, any other value is the SQLite file
+// DBFile, and "" keeps it in the directory dataDir returns (asked only
+// then, so that a bad data directory matters only when it is used).
+func (o *Options) SetPersistence(persistence string, dataDir func() (string, error)) error {
+	switch {
+	case strings.HasPrefix(persistence, "postgres://") || strings.HasPrefix(persistence, "postgresql://"):
+		o.Postgres = persistence
+	case persistence != "":
+		o.DBFile = persistence
+	default:
+		dir, err := dataDir()
+		if err != nil {
+			return err
+		}
+		o.DataDir = dir
+	}
+	return nil
+}

@@ -34,6 +34,19 @@ func badInputf(format string, args ...any) error {
 	return badInputError{fmt.Errorf(format, args...)}
 }
 
+// ParseImportFlags checks longhaul import k6's --format and --window and
+// returns the output format. Its errors match ErrBadInput and name the flag.
+func ParseImportFlags(format string, window time.Duration) (report.Format, error) {
+	f, err := report.ParseFormat(format)
+	if err != nil {
+		return "", badInputf("--format: %v", err)
+	}
+	if window <= 0 {
+		return "", badInputf("--window must be > 0, got %s", window)
+	}
+	return f, nil
+}
+
 // ImportError explains err, returned by ImportK6 for file with res, in one
 // line. It matches ErrBadInput when the file is to blame and nothing was
 // stored; an error after the run was created names the run (whose windows

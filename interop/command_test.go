@@ -214,3 +214,29 @@ func TestExportID(t *testing.T) {
 		t.Errorf("failing store: %v", err)
 	}
 }
+
+func TestParseImportFlags(t *testing.T) {
+	tests := []struct {
+		format  string
+		window  time.Duration
+		wantErr string
+	}{
+		{"text", 10 * time.Second, ""},
+		{"json", time.Second, ""},
+		{"yaml", time.Second, `--format: unknown format "yaml": use text or json`},
+		{"text", 0, "--window must be > 0, got 0s"},
+		{"text", -time.Second, "--window must be > 0, got -1s"},
+	}
+	for _, tt := range tests {
+		f, err := ParseImportFlags(tt.format, tt.window)
+		if tt.wantErr == "" {
+			if err != nil || string(f) != tt.format {
+				t.Errorf("%s %s: got %q, %v", tt.format, tt.window, f, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != tt.wantErr || !errors.Is(err, ErrBadInput) {
+			t.Errorf("%s %s: err %v, want %q matching ErrBadInput", tt.format, tt.window, err, tt.wantErr)
+		}
+	}
+}

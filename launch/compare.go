@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -34,8 +36,8 @@ type CompareRequest struct {
 	DisturbedAbove                string // a share of the host, or off
 	Provider                      string
 	Format                        string
-	Seed                          uint64
-	Remote                        bool // see SoakRequest.Remote
+	Seed                          uint64 // when Changed("seed"); else random
+	Remote                        bool   // see SoakRequest.Remote
 	Changed                       func(flag string) bool
 	LookupEnv                     func(string) (string, bool)
 }
@@ -101,12 +103,27 @@ func parseCompareOptions(r CompareRequest) (compareOptions, error) {
 	return o, nil
 }
 
+// randomSeed is a base seed for a comparison without --seed: random, and
+// below 2^63 so that it fits the store's int64.
+func randomSeed() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("random seed: %w", err)
+	}
+	return binary.LittleEndian.Uint64(b[:]) >> 1, nil
+}
+
 // PlanCompare checks r and its scenario.
 func PlanCompare(r CompareRequest) (Compare, error) {
 	var p Compare
 	var err error
 	if p.Format, err = report.ParseFormat(r.Format); err != nil {
 		return p, fmt.Errorf("--format: %v", err)
+	}
+	if !r.Changed("seed") {
+		if r.Seed, err = randomSeed(); err != nil {
+			return p, err
+		}
 	}
 	o, err := parseCompareOptions(r)
 	if err != nil {

@@ -149,7 +149,7 @@ func compareRequest(file string) CompareRequest {
 func TestPlanCompare(t *testing.T) {
 	file := scenarioFile(t, "")
 	r := compareRequest(file)
-	r.BEnv, r.RoundDuration, r.Changed = []string{"DEMO_CPU_BURN_US=20"}, 30*time.Second, changed("round-duration")
+	r.BEnv, r.RoundDuration, r.Changed = []string{"DEMO_CPU_BURN_US=20"}, 30*time.Second, changed("round-duration", "seed")
 	p, err := PlanCompare(r)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +169,24 @@ func TestPlanCompare(t *testing.T) {
 	}
 	if p.Record.Pairs != 3 || p.Record.MaxPairs != 0 || p.Input.Equivalence != 0 || p.Input.DisturbedAbove != -1 || p.Record.A.Ref != "main" {
 		t.Errorf("fixed pairs: %+v / %+v", p.Record, p.Input)
+	}
+}
+
+func TestPlanCompareRandomSeed(t *testing.T) {
+	file := scenarioFile(t, "")
+	seeds := map[uint64]bool{}
+	for range 3 {
+		p, err := PlanCompare(compareRequest(file)) // no --seed: Seed 7 is not used
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Record.Seed; got < 0 || uint64(got) != p.Input.Seed {
+			t.Errorf("record seed %d, input seed %d: want the same, ≥ 0", got, p.Input.Seed)
+		}
+		seeds[p.Input.Seed] = true
+	}
+	if len(seeds) < 2 {
+		t.Errorf("3 comparisons without --seed got seeds %v, want random ones", seeds)
 	}
 }
 

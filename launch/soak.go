@@ -20,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/thresholds"
+	"github.com/longhaul-dev/longhaul/workflows"
 )
 
 // SoakRequest is a soak as asked for: the scenario file and the flags of
@@ -54,6 +55,8 @@ type Soak struct {
 	TargetEnv        map[string]string
 	Format           report.Format
 	FailOn           analysis.Severity
+	// Input is the soak workflow's input (RunID not yet set).
+	Input workflows.SoakInput
 }
 
 // PlanSoak checks r and its scenario. A scenario with a target.url (and no
@@ -110,6 +113,10 @@ func PlanSoak(ctx context.Context, r SoakRequest) (Soak, error) {
 		if err := checkTargetURL(ctx, t); err != nil {
 			return p, err
 		}
+	}
+	p.Input = workflows.SoakInput{
+		Name: p.Scenario.Name, Duration: p.Duration, Window: p.Window, Provider: r.Provider, TargetEnv: p.TargetEnv,
+		PushURL: r.PushURL, HostWait: r.HostWait, Protocol: r.Protocol,
 	}
 	return p, nil
 }

@@ -128,8 +128,11 @@ func (s Spec) withDefaults() Spec {
 }
 
 // Validate checks what can be checked without the server (which parses the
-// cron expressions).
+// cron expressions); an Overlap it does not know is reported first.
 func (s Spec) Validate() error {
+	if _, err := ParseOverlap(string(s.Overlap)); err != nil {
+		return err
+	}
 	if len(s.Cron) == 0 {
 		return fmt.Errorf("%w: give a --cron expression (e.g. \"0 2 * * *\")", ErrInvalid)
 	}
@@ -145,9 +148,6 @@ func (s Spec) Validate() error {
 	}
 	if s.Jitter < 0 || s.Catchup < 0 {
 		return fmt.Errorf("%w: jitter and catch-up must be ≥ 0", ErrInvalid)
-	}
-	if _, err := ParseOverlap(string(s.Overlap)); err != nil {
-		return err
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -27,9 +29,9 @@ type Liveness struct {
 	// names its store and says so; a worker start does not, since the engine
 	// and the data directory may hold runs of other stores.
 	UnknownIsOver bool
-	// Only, when not empty, limits the sweep to these runs: every other run
-	// counts as running.
-	Only map[string]bool
+	// Only, when not empty, limits the sweep to these run IDs: every other
+	// run counts as running.
+	Only []string
 	// Log receives what the sweep could not decide and the runs it
 	// abandons; nil drops them.
 	Log *slog.Logger
@@ -43,7 +45,7 @@ func (l Liveness) Running(ctx context.Context) func(runID string) bool {
 		l.Log = discard
 	}
 	return func(id string) bool {
-		if len(l.Only) > 0 && !l.Only[id] {
+		if len(l.Only) > 0 && !slices.Contains(l.Only, id) {
 			return true
 		}
 		r, err := l.Store.GetRun(ctx, id)
@@ -126,4 +128,26 @@ func SweepAtStart(ctx context.Context, sw provision.Sweeper, live Liveness) []st
 	}
 	log.Debug("sweep at worker start", "removed", len(removed), "seconds", time.Since(start).Seconds())
 	return removed
+}
+
+// OpenSweepStore opens the store a sweep asks which runs are running. A
+// SQLite store that does not exist is refused, not created: an empty store
+// would call every run over and sweep them all. named says the user named
+// the store (--store or $LONGHAUL_STORE) rather than took the default. Its
+// errors are one line that says what to pass.
+func OpenSweepStore(ctx context.Context, dsn string, named bool) (store.Store, error) {
+	if !store.IsPostgres(dsn) {
+		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {
+			what := "the default store"
+			if named {
+				what = "store"
+			}
+			return nil, fmt.Errorf("%s %s does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource", what, dsn)
+		}
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %v", err)
+	}
+	return st, nil
 }

@@ -3,6 +3,8 @@ package soakworker
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +36,7 @@ func TestLivenessWithoutTemporal(t *testing.T) {
 			map[string]bool{"pending": true, "running": true, "done": false, "failed": false, "unknown": true}},
 		{"longhaul sweep", Liveness{Store: st, UnknownIsOver: true, Log: discard},
 			map[string]bool{"pending": true, "running": true, "done": false, "failed": false, "unknown": false}},
-		{"longhaul sweep --run done", Liveness{Store: st, UnknownIsOver: true, Only: map[string]bool{"done": true}, Log: discard},
+		{"longhaul sweep --run done", Liveness{Store: st, UnknownIsOver: true, Only: []string{"done"}, Log: discard},
 			map[string]bool{"running": true, "done": false, "failed": true, "unknown": true}},
 		{"no logger", Liveness{Store: st},
 			map[string]bool{"running": true, "done": false, "unknown": true}},
@@ -146,4 +148,43 @@ func TestSweepAtStart(t *testing.T) {
 	if !sw.hadDeadline {
 		t.Error("the sweep ran without a deadline")
 	}
+}
+
+// A sweep refuses a SQLite store that does not exist rather than create an
+// empty one that would call every run over.
+func TestOpenSweepStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "none.db")
+	tests := []struct {
+		named   bool
+		wantErr string
+	}{
+		{false, "the default store " + missing + " does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource"},
+		{true, "store " + missing + " does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource"},
+	}
+	for _, tt := range tests {
+		st, err := OpenSweepStore(ctx, missing, tt.named)
+		if err == nil {
+			st.Close()
+			t.Fatalf("named %v: opened a store that does not exist", tt.named)
+		}
+		if got := err.Error(); got != tt.wantErr {
+			t.Errorf("named %v: err %q, want %q", tt.named, got, tt.wantErr)
+		}
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused store was created: %v", err)
+	}
+	path := filepath.Join(dir, "longhaul.db")
+	created, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Close()
+	st, err := OpenSweepStore(ctx, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 }

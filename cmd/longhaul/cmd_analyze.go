@@ -63,14 +63,9 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if err != nil {
 		return badInputf("--format: %v", err)
 	}
-	if f.warmup < 0 {
-		return badInputf("--warmup must be ≥ 0, got %s", f.warmup)
-	}
-	if f.windows < 0 {
-		return badInputf("--windows must be ≥ 1, got %d", f.windows)
-	}
-	if f.until < 0 {
-		return badInputf("--until must be > 0, got %s", f.until)
+	opts := report.ReanalyzeOptions{Warmup: f.warmup, Windows: f.windows, Until: f.until}
+	if err := opts.Check(); err != nil {
+		return badInput{err}
 	}
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
@@ -85,13 +80,11 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 		return fmt.Errorf("read run %s: %w", id, err)
 	}
 	sc := a.storedScenario(run)
-	warmup := f.warmup
 	if !warmupSet {
-		warmup = sc.Load.Warmup.D()
+		opts.Warmup = sc.Load.Warmup.D()
 	}
-	an, warnings, err := report.Reanalyze(ctx, st, run, report.ReanalyzeOptions{
-		Warmup: warmup, Thresholds: sc.Thresholds, Windows: f.windows, Until: f.until, Where: where,
-	})
+	opts.Thresholds, opts.Where = sc.Thresholds, where
+	an, warnings, err := report.Reanalyze(ctx, st, run, opts)
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,11 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/analysis"
-	"github.com/longhaul-dev/longhaul/charts"
-	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/report"
-	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
@@ -114,20 +109,12 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 // planCompare checks the command line and the scenario (package launch).
 // Without --seed the seed is random.
 func (a *app) planCompare(file string, f compareFlags, changed func(string) bool) (launch.Compare, error) {
-	seed := f.seed
-	if !changed("seed") {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return launch.Compare{}, fmt.Errorf("random seed: %w", err)
-		}
-		seed = binary.LittleEndian.Uint64(b[:]) >> 1 // fits the store's int64
-	}
 	p, err := launch.PlanCompare(launch.CompareRequest{
 		File: file, A: f.a, B: f.b, AImage: f.aImage, BImage: f.bImage, AEnv: f.aEnv, BEnv: f.bEnv,
 		Pairs: f.pairs, MaxPairs: f.maxPairs, MaxDuration: f.maxDuration, DecideOn: f.decideOn, Order: f.order,
 		RoundDuration: f.roundDuration, Window: f.window, Warmup: f.warmup,
 		Equivalence: f.equivalence, AllowDiff: f.allowDiff, RerunDisturbed: f.rerunDisturbed, DisturbedAbove: f.disturbedAbove,
-		Provider: f.provider, Format: f.format, Seed: seed, Remote: f.temporal != "", Changed: changed, LookupEnv: a.lookupEnv,
+		Provider: f.provider, Format: f.format, Seed: f.seed, Remote: f.temporal != "", Changed: changed, LookupEnv: a.lookupEnv,
 	})
 	return p, a.launchErr(err)
 }
@@ -143,42 +130,7 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 		return err
 	}
 	defer s.Close()
-	rec := p.Record
-	rec.ID, rec.WorkflowID, rec.CreatedAt = id, "longhaul-compare-"+id, time.Now()
-	p.Input.ComparisonID = rec.ID
-	if err := s.store.PutComparison(ctx, rec); err != nil {
-		return fmt.Errorf("record the comparison in %s: %w", s.where, err)
-	}
-	wf, err := s.submit(ctx, "comparison", rec.WorkflowID, workflows.CompareWorkflowName, p.Input, func(ctx context.Context, reason string, at time.Time) error {
-		return s.store.SetComparisonStatus(ctx, rec.ID, store.Failed, reason, at)
-	})
-	if err != nil {
-		return err
-	}
-	if f.detach {
-		s.Detached(a.terminal(), "comparison", rec.ID, rec.WorkflowID)
-		return nil
-	}
-	kind := "A vs B"
-	if rec.SameBuild() {
-		kind = "A vs A (the noise floor)"
-	}
-	fmt.Fprintf(a.stderr, "comparison %s: %s, %s, %s of %s rounds in %s windows, order %s (store %s)\n",
-		rec.ID, rec.Name, kind, report.PairsLine(rec), rec.RoundDuration, rec.Window, rec.Order, s.where)
-	closeUI, err := a.liveUI(s.store, f.uiAddr, func(ui *charts.Running) string { return ui.ComparisonURL(rec.ID) })
-	if err != nil {
-		return err
-	}
-	defer closeUI()
-	err = follow.FollowComparison(ctx, a.terminal(), s.store, wf, follow.Comparison{
-		ID: rec.ID, Format: p.Format, Pairs: max(rec.Pairs, rec.MaxPairs),
-		RoundDuration: rec.RoundDuration, Window: rec.Window, FailOnWorse: f.failOnWorse, DetachNote: s.DetachNote("comparison", rec.ID),
-	})
-	if e, ok := err.(follow.Exit); ok && e.Code == follow.ExitFailed {
-		fmt.Fprintf(a.stderr, "longhaul: Temporal's own log lines are in %s\n", s.lg.Path)
-	}
-	follow.BrowseLater(a.terminal(), f.format, f.data, f.store, "/comparisons/"+rec.ID)
-	return err
+	return a.launcher(s, f.followFlags, f.storeFlags).Compare(ctx, p, id, f.failOnWorse)
 }
 
 func (a *app) comparisonsCmd() *cobra.Command {

@@ -57,12 +57,9 @@ Exit code: 0 imported, 2 bad input (no file, nothing usable).`,
 
 // importK6 is longhaul import k6 FILE.
 func (a *app) importK6(ctx context.Context, file string, f importFlags) error {
-	format, err := report.ParseFormat(f.format)
+	format, err := interop.ParseImportFlags(f.format, f.window)
 	if err != nil {
-		return badInputf("--format: %v", err)
-	}
-	if f.window <= 0 {
-		return badInputf("--window must be > 0, got %s", f.window)
+		return interopErr(err)
 	}
 	st, where, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/longhaul-dev/longhaul/charts"
-	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
-	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
@@ -106,38 +102,5 @@ func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func
 		return err
 	}
 	defer s.Close()
-	run := store.Run{
-		ID: id, Name: p.Scenario.Name, Kind: "soak", Status: store.Pending,
-		Scenario: string(p.Source), ScenarioDir: p.Dir, WorkflowID: "longhaul-soak-" + id,
-		TargetURL: p.Scenario.Environment.Target.URL, FailOn: string(p.FailOn), CreatedAt: time.Now(),
-	}
-	if err := s.store.PutRun(ctx, run); err != nil {
-		return fmt.Errorf("record the run in %s: %w", s.where, err)
-	}
-	wf, err := s.submit(ctx, "soak", run.WorkflowID, workflows.WorkflowName, workflows.SoakInput{
-		RunID: run.ID, Name: run.Name, Duration: p.Duration, Window: p.Window,
-		Provider: f.provider, TargetEnv: p.TargetEnv, PushURL: f.pushURL, HostWait: f.hostWait,
-		Protocol: f.protocol,
-	}, func(ctx context.Context, reason string, at time.Time) error {
-		return s.store.SetStatus(ctx, run.ID, store.Failed, reason, at)
-	})
-	if err != nil {
-		return err
-	}
-	if f.detach {
-		s.Detached(a.terminal(), "run", run.ID, run.WorkflowID)
-		return nil
-	}
-	fmt.Fprintf(a.stderr, "run %s: %s, %s in %s windows (store %s)\n", run.ID, run.Name, p.Duration, p.Window, s.where)
-	closeUI, err := a.liveUI(s.store, f.uiAddr, func(ui *charts.Running) string { return ui.RunURL(run.ID) })
-	if err != nil {
-		return err
-	}
-	defer closeUI()
-	err = follow.FollowRun(ctx, a.terminal(), s.store, wf, follow.Run{
-		ID: run.ID, Format: p.Format, Duration: p.Duration, Window: p.Window,
-		Lines: s.lg.Lines, DetachNote: s.DetachNote("run", run.ID), LogPath: s.lg.Path,
-	})
-	follow.BrowseLater(a.terminal(), f.format, f.data, f.store, "/runs/"+run.ID)
-	return err
+	return a.launcher(s, f.followFlags, f.storeFlags).Soak(ctx, p, id)
 }

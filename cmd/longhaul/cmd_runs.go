@@ -35,23 +35,15 @@ func (f *listFlags) register(fs *pflag.FlagSet, what, jsonLine string) {
 
 // openListing checks the filters and opens the store they list from.
 func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report.Format, store.ListOptions, error) {
-	format, err := report.ParseFormat(f.format)
+	format, opts, err := report.ParseList(report.ListFilter{Format: f.format, Status: f.status, Name: f.name, Schedule: f.schedule, Limit: f.limit})
 	if err != nil {
-		return nil, "", store.ListOptions{}, badInputf("--format: %v", err)
-	}
-	switch store.Status(f.status) {
-	case "", store.Queued, store.Pending, store.Running, store.Completed, store.Failed, store.Cancelled, store.Skipped:
-	default:
-		return nil, "", store.ListOptions{}, badInputf("--status %q: use queued, pending, running, completed, failed, cancelled or skipped", f.status)
-	}
-	if f.limit < 1 {
-		return nil, "", store.ListOptions{}, badInputf("--limit must be ≥ 1, got %d", f.limit)
+		return nil, "", store.ListOptions{}, badInput{err}
 	}
 	st, _, err := a.openStore(ctx, f.storeFlags)
 	if err != nil {
 		return nil, "", store.ListOptions{}, err
 	}
-	return st, format, store.ListOptions{Status: store.Status(f.status), Name: f.name, Schedule: f.schedule, Limit: f.limit}, nil
+	return st, format, opts, nil
 }
 
 func (a *app) runsCmd() *cobra.Command {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,33 +33,23 @@ func (f *scheduleConn) register(fs *pflag.FlagSet) {
 
 // scheduleSpecFlags are the spec flags of create and update.
 type scheduleSpecFlags struct {
-	cron     []string
-	tz       string
-	jitter   time.Duration
-	overlap  string
-	catchup  time.Duration
-	notify   string
-	uiURL    string
-	failOn   failOnFlag
-	duration time.Duration
-	window   time.Duration
-	provider string
-	env      []string
+	schedule.Flags
+	failOn failOnFlag
 }
 
 func (f *scheduleSpecFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&f.cron, "cron", nil, `when to fire, a cron expression in --tz (repeatable): "0 2 * * *", "@daily", "@every 6h"`)
-	fs.StringVar(&f.tz, "tz", "", "time zone of --cron (IANA name, default UTC)")
-	fs.DurationVar(&f.jitter, "jitter", 0, "delay each firing by a random time up to this")
-	fs.StringVar(&f.overlap, "overlap", "", "when a run is still going at the next firing: skip (default; recorded), buffer-one or cancel-other")
-	fs.DurationVar(&f.catchup, "catchup", 0, "run a firing missed while the server was down if it is back within this (default 1h)")
-	fs.StringVar(&f.notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point (with --compare: when the comparison fails, a verdict is worse, or its B/A ratios show a new change point)")
-	fs.StringVar(&f.uiURL, "ui-url", "http://"+charts.DefaultAddr, "base URL of the browser UI, for the links in notifications")
+	fs.StringArrayVar(&f.Cron, "cron", nil, `when to fire, a cron expression in --tz (repeatable): "0 2 * * *", "@daily", "@every 6h"`)
+	fs.StringVar(&f.TimeZone, "tz", "", "time zone of --cron (IANA name, default UTC)")
+	fs.DurationVar(&f.Jitter, "jitter", 0, "delay each firing by a random time up to this")
+	fs.StringVar(&f.Overlap, "overlap", "", "when a run is still going at the next firing: skip (default; recorded), buffer-one or cancel-other")
+	fs.DurationVar(&f.Catchup, "catchup", 0, "run a firing missed while the server was down if it is back within this (default 1h)")
+	fs.StringVar(&f.Notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point (with --compare: when the comparison fails, a verdict is worse, or its B/A ratios show a new change point)")
+	fs.StringVar(&f.UIURL, "ui-url", "http://"+charts.DefaultAddr, "base URL of the browser UI, for the links in notifications")
 	f.failOn.register(fs)
-	fs.DurationVar(&f.duration, "duration", 0, "how long each run drives load (default: the scenario's load.duration)")
-	fs.DurationVar(&f.window, "window", 0, "length of one result window (default: the scenario's load.window)")
-	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
-	fs.StringArrayVar(&f.env, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable; on update, added to the schedule's)")
+	fs.DurationVar(&f.Duration, "duration", 0, "how long each run drives load (default: the scenario's load.duration)")
+	fs.DurationVar(&f.Window, "window", 0, "length of one result window (default: the scenario's load.window)")
+	fs.StringVar(&f.Provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
+	fs.StringArrayVar(&f.TargetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable; on update, added to the schedule's)")
 }
 
 func (a *app) scheduleCmd() *cobra.Command {
@@ -100,13 +89,19 @@ func (a *app) scheduleClient(ctx context.Context, f scheduleConn) (*schedule.Cli
 // and maps the schedule package's errors to exit codes.
 func (a *app) withSchedules(conn *scheduleConn, do func(ctx context.Context, sc *schedule.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		sc, c, err := a.scheduleClient(cmd.Context(), *conn)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return scheduleErr(do(cmd.Context(), sc, args))
+		return a.onSchedules(cmd.Context(), *conn, func(sc *schedule.Client) error { return do(cmd.Context(), sc, args) })
 	}
+}
+
+// onSchedules dials Temporal for do, once the input is checked, and maps
+// the schedule package's errors to exit codes.
+func (a *app) onSchedules(ctx context.Context, conn scheduleConn, do func(sc *schedule.Client) error) error {
+	sc, c, err := a.scheduleClient(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return scheduleErr(do(sc))
 }
 
 // scheduleErr maps the schedule package's errors to exit codes.
@@ -146,14 +141,14 @@ func (f *scheduleCompareFlags) register(fs *pflag.FlagSet) {
 // `longhaul compare` does and turns them into the schedule's action.
 func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
 	cf := f.cf
-	cf.window, cf.provider, cf.followFlags.format = sf.window, sf.provider, "text"
+	cf.window, cf.provider, cf.followFlags.format = sf.Window, sf.Provider, "text"
 	cf.temporal = "schedule" // ${env:...} resolve on the worker
 	cf.maxPairs, cf.decideOn = analysis.DefaultMaxPairs, defaultDecideOn
 	p, err := a.planCompare(f.file, cf, changed)
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	in, err := schedule.CompareInput(f.file, p.Record, p.Input, sf.notice())
+	in, err := schedule.CompareInput(f.file, p.Record, p.Input, sf.Notice())
 	return in, scheduleErr(err)
 }
 
@@ -180,14 +175,12 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err := schedule.ValidateName(name); err != nil {
 				return badInput{err}
 			}
-			spec, err := sf.spec()
-			if err != nil {
-				return err
-			}
+			spec := sf.Spec()
 			if err := spec.Validate(); err != nil {
 				return badInput{err}
 			}
 			var in workflows.ScheduledInput
+			var err error
 			if cmpf.file != "" {
 				in, err = a.compareInput(cmpf, sf, cmd.Flags().Changed)
 			} else {
@@ -196,15 +189,12 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := sc.Create(ctx, name, spec, in, paused); err != nil {
-				return scheduleErr(err)
-			}
-			return scheduleErr(sc.Show(ctx, a.stdout, name, conn.format == "json"))
+			return a.onSchedules(ctx, conn, func(sc *schedule.Client) error {
+				if err := sc.Create(ctx, name, spec, in, paused); err != nil {
+					return err
+				}
+				return sc.Show(ctx, a.stdout, name, conn.format == "json")
+			})
 		},
 	}
 	conn.register(cmd.Flags())
@@ -214,27 +204,13 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 	return cmd
 }
 
-// spec reads the spec flags.
-func (sf scheduleSpecFlags) spec() (schedule.Spec, error) {
-	ov, err := schedule.ParseOverlap(sf.overlap)
-	if err != nil {
-		return schedule.Spec{}, badInput{err}
-	}
-	return schedule.Spec{Cron: sf.cron, TimeZone: sf.tz, Jitter: sf.jitter, Overlap: ov, Catchup: sf.catchup}, nil
-}
-
-// notice is where the schedule's notifications go.
-func (sf scheduleSpecFlags) notice() schedule.Notice {
-	return schedule.Notice{Notify: sf.notify, UIURL: sf.uiURL}
-}
-
 // scheduledInput validates FILE and the run flags as `longhaul run` does and
 // turns them into the schedule's action.
 func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
 	// temporal is set so that planSoak leaves ${env:...} to the worker.
 	// A schedule has no --host-wait: its soaks wait the default
 	// (SoakInput.HostWait 0).
-	rf := runFlags{duration: sf.duration, window: sf.window, provider: sf.provider, targetEnv: sf.env, failOn: sf.failOn,
+	rf := runFlags{duration: sf.Duration, window: sf.Window, provider: sf.Provider, targetEnv: sf.TargetEnv, failOn: sf.failOn,
 		followFlags: followFlags{format: "text"}, clusterFlags: clusterFlags{temporal: "schedule"},
 		hostWait: workflows.DefaultHostWait}
 	p, err := a.planSoak(ctx, file, rf, changed)
@@ -243,8 +219,8 @@ func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFl
 	}
 	in, err := schedule.SoakInput(file, schedule.SoakPlan{
 		Name: p.Scenario.Name, Source: p.Source, Dir: p.Dir, Duration: p.Duration, Window: p.Window,
-		Provider: sf.provider, TargetEnv: p.TargetEnv, FailOn: string(p.FailOn),
-	}, sf.notice())
+		Provider: sf.Provider, TargetEnv: p.TargetEnv, FailOn: string(p.FailOn),
+	}, sf.Notice())
 	return in, scheduleErr(err)
 }
 
@@ -301,15 +277,12 @@ func (a *app) scheduleUpdateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := sc.Update(ctx, args[0], ch); err != nil {
-				return scheduleErr(err)
-			}
-			return scheduleErr(sc.Show(ctx, a.stdout, args[0], conn.format == "json"))
+			return a.onSchedules(ctx, conn, func(sc *schedule.Client) error {
+				if err := sc.Update(ctx, args[0], ch); err != nil {
+					return err
+				}
+				return sc.Show(ctx, a.stdout, args[0], conn.format == "json")
+			})
 		},
 	}
 	conn.register(cmd.Flags())
@@ -320,32 +293,13 @@ func (a *app) scheduleUpdateCmd() *cobra.Command {
 // scheduleChange turns update's flags into a schedule.Change: only the
 // flags given change anything; FILE (args[1]) replaces the scenario.
 func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpecFlags, changed func(string) bool) (schedule.Change, error) {
-	e := schedule.Edit{
-		TimeZone: given(changed, "tz", sf.tz), Jitter: given(changed, "jitter", sf.jitter),
-		Catchup: given(changed, "catchup", sf.catchup), Overlap: given(changed, "overlap", sf.overlap),
-		Duration: given(changed, "duration", sf.duration), Window: given(changed, "window", sf.window),
-		Provider: given(changed, "provider", sf.provider), FailOn: given(changed, "fail-on", sf.failOn.value),
-		Notify: given(changed, "notify", sf.notify), UIURL: given(changed, "ui-url", sf.uiURL),
-	}
-	if changed("cron") {
-		e.Cron = sf.cron
-	}
-	if changed("target-env") {
-		e.TargetEnv = sf.env
-	}
+	sf.FailOn = sf.failOn.value // --fail-on is run's flag, registered by failOnFlag
+	e := sf.Edit(changed)
 	if len(args) == 2 {
 		e.Replace = func() (workflows.ScheduledInput, error) { return a.scheduledInput(ctx, args[1], sf, changed) }
 	}
 	ch, err := schedule.NewChange(e)
 	return ch, scheduleErr(err)
-}
-
-// given is &v when the flag name was given, else nil.
-func given[T any](changed func(string) bool, name string, v T) *T {
-	if !changed(name) {
-		return nil
-	}
-	return &v
 }
 
 // scheduleSimpleCmd is pause, unpause, trigger or delete NAME.
@@ -364,15 +318,12 @@ func (a *app) scheduleSimpleCmd(verb schedule.Verb, short string) *cobra.Command
 			if err := schedule.ValidateName(name); err != nil {
 				return badInput{err}
 			}
-			sc, c, err := a.scheduleClient(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := sc.Do(ctx, verb, name, note); err != nil {
-				return scheduleErr(err)
-			}
-			return schedule.WriteDone(a.stdout, verb, name, conn.format == "json")
+			return a.onSchedules(ctx, conn, func(sc *schedule.Client) error {
+				if err := sc.Do(ctx, verb, name, note); err != nil {
+					return err
+				}
+				return schedule.WriteDone(a.stdout, verb, name, conn.format == "json")
+			})
 		},
 	}
 	conn.register(cmd.Flags())

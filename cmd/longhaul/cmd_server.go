@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -74,21 +75,12 @@ func (a *app) server(ctx context.Context, f serverFlags) error {
 		return err
 	}
 	opts := devserver.Options{Host: host, Port: port, Namespace: f.namespace, Logger: a.logger()}
-	persistence := f.persistence
-	if persistence == "" {
-		persistence = a.getenv("LONGHAUL_PERSISTENCE")
-	}
-	switch {
-	case store.IsPostgres(persistence):
-		opts.Postgres = persistence
-	case persistence != "":
-		opts.DBFile = persistence
-	default:
+	temporalDir := func() (string, error) {
 		dir, err := a.dataDir(f.data)
-		if err != nil {
-			return badInput{err}
-		}
-		opts.DataDir = filepath.Join(dir, datadir.TemporalDir)
+		return filepath.Join(dir, datadir.TemporalDir), err
+	}
+	if err := opts.SetPersistence(cmp.Or(f.persistence, a.getenv("LONGHAUL_PERSISTENCE")), temporalDir); err != nil {
+		return badInput{err}
 	}
 	startCtx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	srv, err := devserver.Start(startCtx, opts)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +53,7 @@ the store.`,
 					return err
 				}
 				defer st.Close()
-				live := soakworker.Liveness{Store: st, UnknownIsOver: true, Log: logger}
+				live := soakworker.Liveness{Store: st, UnknownIsOver: true, Only: runs, Log: logger}
 				if temporal != "" {
 					c, err := a.dialTemporal(ctx, temporal, namespace, discard)
 					if err != nil {
@@ -63,12 +61,6 @@ the store.`,
 					}
 					defer c.Close()
 					live.Client = c
-				}
-				if len(runs) > 0 {
-					live.Only = map[string]bool{}
-					for _, r := range runs {
-						live.Only[r] = true
-					}
 				}
 				isRunning = live.Running(ctx)
 			}
@@ -89,27 +81,16 @@ the store.`,
 	return cmd
 }
 
-// openSweepStore opens the store that says which runs are running. It
-// refuses a default SQLite file that does not exist: an empty store would
-// call every run over and sweep everything.
+// openSweepStore opens the store that says which runs are running
+// (soakworker.OpenSweepStore).
 func (a *app) openSweepStore(ctx context.Context, f storeFlags) (store.Store, error) {
-	explicit := f.store != "" || a.getenv("LONGHAUL_STORE") != ""
 	dsn, err := a.storeDSN(f)
 	if err != nil {
 		return nil, badInput{err}
 	}
-	if !store.IsPostgres(dsn) {
-		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {
-			what := "the default store"
-			if explicit {
-				what = "store"
-			}
-			return nil, badInputf("%s %s does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource", what, dsn)
-		}
-	}
-	st, err := store.Open(ctx, dsn)
+	st, err := soakworker.OpenSweepStore(ctx, dsn, f.store != "" || a.getenv("LONGHAUL_STORE") != "")
 	if err != nil {
-		return nil, badInputf("open store: %v", err)
+		return nil, badInput{err}
 	}
 	return st, nil
 }

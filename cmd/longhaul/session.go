@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -14,10 +13,10 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/soakworker"
-	"github.com/longhaul-dev/longhaul/store"
 )
 
 // clusterFlags are --temporal and --namespace of the commands that submit
@@ -149,26 +148,29 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 	return c, hostPort, stop, nil
 }
 
-// submit starts a workflow on the general queue for a record already
-// stored; when Temporal refuses it, fail marks the record failed.
-func (s *session) submit(ctx context.Context, what, workflowID, workflow string, in any, fail func(ctx context.Context, reason string, at time.Time) error) (follow.Workflow, error) {
+// Submit starts a workflow on the general queue (launch.Submitter).
+func (s *session) Submit(ctx context.Context, workflowID, workflow string, in any) (follow.Workflow, error) {
 	wr, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflowID, TaskQueue: activities.GeneralQueue}, workflow, in)
 	if err != nil {
-		_ = fail(context.WithoutCancel(ctx), "not submitted: "+err.Error(), time.Now())
-		return nil, fmt.Errorf("submit the %s to Temporal at %s: %w", what, s.hostPort, err)
+		return nil, err
 	}
 	return temporalWorkflow{s.c, wr}, nil
 }
 
-// liveUI serves the UI while a run or comparison is followed and prints
-// its page's address; close stops it.
-func (a *app) liveUI(st store.Store, addr string, page func(*charts.Running) string) (close func(), err error) {
-	ui, err := a.startUI(st, addr, false, nil)
-	if err != nil || ui == nil {
-		return func() {}, err
+// launcher submits and follows in s what run or compare asked for.
+func (a *app) launcher(s *session, ff followFlags, sf storeFlags) launch.Launcher {
+	return launch.Launcher{
+		Store: s.store, Where: s.where, Submitter: s, Temporal: s.hostPort, Terminal: a.terminal(), Session: s.Session,
+		Detach: ff.detach, Logs: s.lg.Path, Lines: s.lg.Lines, Format: ff.format, Data: sf.data, StoreDSN: sf.store,
+		LiveUI: func(page func(*charts.Running) string) (func(), error) {
+			ui, err := a.startUI(s.store, ff.uiAddr, false, nil)
+			if err != nil || ui == nil {
+				return func() {}, err
+			}
+			fmt.Fprintf(a.stderr, "live charts: %s\n", page(ui))
+			return func() { ui.Close() }, nil
+		},
 	}
-	fmt.Fprintf(a.stderr, "live charts: %s\n", page(ui))
-	return func() { ui.Close() }, nil
 }
 
 // oneFile is the positional argument of run and compare: one scenario file.

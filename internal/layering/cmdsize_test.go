@@ -18,11 +18,13 @@ import (
 // maxCmdLines is a ratchet: issue 26 set the goal at 2,500 lines; the
 // 4,372 of 4 December came down to this by moving logic out (the data
 // directory and log files to datadir, the notes on leaving a run to follow,
-// report ID to report and charts, ...), and it only ever goes down. What is
-// left is mostly the commands' help text and flag definitions (about 320
-// lines) and their wiring.
+// report ID to report and charts; run's and compare's submit-and-follow
+// flow to launch.Launcher, the list and analyze checks to report, sweep's
+// store check to soakworker, server's persistence to devserver, ...), and
+// it only ever goes down. What is left is mostly the commands' help text
+// and flag definitions (about 320 lines) and their wiring.
 const (
-	maxCmdLines     = 2822 // non-test Go lines in cmd/longhaul (goal: 2,500)
+	maxCmdLines     = 2645 // non-test Go lines in cmd/longhaul (goal: 2,500)
 	maxCmdFuncLines = 80   // lines of one function in cmd/longhaul
 )
 
