@@ -2,9 +2,7 @@ package profiles
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/google/pprof/profile"
@@ -144,23 +142,12 @@ func AllocDiff(a, b Allocated, n int) []analysis.AllocationCost {
 		r := row(name)
 		r.BBytesPerRequest, r.BShare = float64(v)/b.Requests, share(v, tb)
 	}
-	var out []analysis.AllocationCost
 	for _, r := range rows {
 		r.DeltaBytesPerRequest = r.BBytesPerRequest - r.ABytesPerRequest
-		if math.Abs(r.DeltaBytesPerRequest) >= MinDeltaBytesPerRequest {
-			out = append(out, *r)
-		}
 	}
-	slices.SortFunc(out, func(x, y analysis.AllocationCost) int {
-		if c := cmp.Compare(math.Abs(y.DeltaBytesPerRequest), math.Abs(x.DeltaBytesPerRequest)); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.Function, y.Function)
+	return biggestMovers(rows, n, MinDeltaBytesPerRequest, func(r *analysis.AllocationCost) (float64, string) {
+		return r.DeltaBytesPerRequest, r.Function
 	})
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
 }
 
 // ExplainsAlloc reports whether a verdict gets an allocation diff: an

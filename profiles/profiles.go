@@ -237,18 +237,29 @@ func Diff(a, b Merged, n int) []analysis.FunctionCost {
 		r.BUsPerRequest = usPerRequest(f.Flat, b.Requests)
 		r.BShare = share(f.Flat, tb)
 	}
-	var out []analysis.FunctionCost
 	for _, r := range rows {
 		r.DeltaUsPerRequest = r.BUsPerRequest - r.AUsPerRequest
-		if math.Abs(r.DeltaUsPerRequest) >= MinDeltaUsPerRequest {
+	}
+	return biggestMovers(rows, n, MinDeltaUsPerRequest, func(r *analysis.FunctionCost) (float64, string) { return r.DeltaUsPerRequest, r.Function })
+}
+
+// biggestMovers returns the n rows whose change (delta, by absolute value)
+// is largest and at least least, biggest first, ties by name: what a
+// profile diff reports, whatever it measures.
+func biggestMovers[T any](rows map[string]*T, n int, least float64, key func(*T) (delta float64, name string)) []T {
+	var out []T
+	for _, r := range rows {
+		if d, _ := key(r); math.Abs(d) >= least {
 			out = append(out, *r)
 		}
 	}
-	slices.SortFunc(out, func(x, y analysis.FunctionCost) int {
-		if c := cmp.Compare(math.Abs(y.DeltaUsPerRequest), math.Abs(x.DeltaUsPerRequest)); c != 0 {
+	slices.SortFunc(out, func(x, y T) int {
+		dx, nx := key(&x)
+		dy, ny := key(&y)
+		if c := cmp.Compare(math.Abs(dy), math.Abs(dx)); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.Function, y.Function)
+		return cmp.Compare(nx, ny)
 	})
 	if len(out) > n {
 		out = out[:n]
