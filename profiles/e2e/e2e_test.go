@@ -439,8 +439,11 @@ probes:
 	for _, f := range top {
 		t.Logf("  %s: %.0f µs/request flat (%.0f %%)", f.Function, f.FlatUsPerRequest, f.FlatShare*100)
 	}
-	if len(top) == 0 || top[0].Function != "hotLoop" || top[0].FlatUsPerRequest < 500 {
-		t.Errorf("top functions %+v, want hotLoop first with at least half its planted 1000 µs/request", top)
+	// At least a quarter of the planted cost: with other packages' tests on
+	// both cores, V8's sampler read the probes test's loop at 43 % of it
+	// (probes.TestProfilerNodeInspector says why).
+	if len(top) == 0 || top[0].Function != "hotLoop" || top[0].FlatUsPerRequest < 250 {
+		t.Errorf("top functions %+v, want hotLoop first with at least a quarter of its planted 1000 µs/request", top)
 	}
 }
 
