@@ -18,10 +18,13 @@ const KindUnclosedConnections = "unclosed_connections"
 // descriptor and whatever its session owns, until the process runs out of
 // descriptors ("too many open files") or memory.
 //
-// A finding needs MinWindows readings, a rise (Mann–Kendall one-sided
-// p ≤ Alpha) and a last quarter whose median is at least MinRise above,
-// and Factor times, the first quarter's. The rise must also exceed the
-// requests that timed out up to the last window: the driver closes a
+// A finding needs MinWindows readings and either a rise (Mann–Kendall
+// one-sided p ≤ Alpha and a last quarter whose median is at least MinRise
+// above, and Factor times, the first quarter's) or a count held high (a
+// median over the run of at least HighCount, not falling): a server that
+// never closes can fill its CLOSE_WAIT within the first windows and then
+// plateau at its open-file limit, where no rise is left to see. The count
+// must also exceed the requests that timed out up to the last window: the driver closes a
 // connection whose request timed out, and a server stuck on that request
 // (thrashing at its memory limit, waiting on a lock) keeps it in CLOSE_WAIT
 // until its handler returns. That is a slow server, which the latency and
@@ -47,7 +50,10 @@ func (a *analyzer) unclosedConnections(inc *incarnation) (Finding, bool) {
 	q := quarter(n)
 	before, after := a.medianOf(cw[:q]), a.medianOf(cw[n-q:])
 	mk := a.mannKendall(cw)
-	if mk.PUp > o.Alpha || after-before < o.MinRise || after < o.Factor*max(before, 1) || after-before <= float64(timedOut) {
+	level := a.medianOf(cw)
+	rising := mk.PUp <= o.Alpha && after-before >= o.MinRise && after >= o.Factor*max(before, 1) && after-before > float64(timedOut)
+	held := level >= o.HighCount && after >= before && after > float64(timedOut)
+	if !rising && !held {
 		return Finding{}, false
 	}
 	line, ok := a.theilSen(t, cw)
@@ -61,7 +67,13 @@ func (a *analyzer) unclosedConnections(inc *incarnation) (Finding, bool) {
 		Slope: perMin, SlopeUnit: "connections/min", PValue: mk.PUp,
 		Notes: map[string]float64{"close_wait_last": float64(last.CloseWait), "established_last": float64(last.Established), "windows": float64(n),
 			"requests_timed_out": float64(timedOut)}}
-	summary := fmt.Sprintf("the target kept %s connections its clients had closed (CLOSE_WAIT) by the end, up from %s (+%s per minute, Mann–Kendall %s): it never closes them — sessions or keep-alive connections it does not release, each holding a socket and a file descriptor until the process runs out",
+	what := fmt.Sprintf("the target kept %s connections its clients had closed (CLOSE_WAIT) by the end, up from %s (+%s per minute, Mann–Kendall %s)",
 		fmtCount(float64(last.CloseWait)), fmtCount(before), fmtCount(max(perMin, 0)), fmtP(mk.PUp))
+	if !rising {
+		what = fmt.Sprintf("the target held %s connections its clients had closed (CLOSE_WAIT) over the run (median; %s at the end), where a server that closes them keeps none",
+			fmtCount(level), fmtCount(float64(last.CloseWait)))
+		ev.Notes["close_wait_median"] = level
+	}
+	summary := what + ": it never closes them — sessions or keep-alive connections it does not release, each holding a socket and a file descriptor until the process runs out"
 	return Finding{Kind: KindUnclosedConnections, Severity: Warning, Summary: summary, Incarnation: inc.num, Evidence: ev}, true
 }

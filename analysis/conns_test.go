@@ -35,6 +35,9 @@ func TestUnclosedConnections(t *testing.T) {
 		// A server stuck at its memory limit: each timed-out request's
 		// connection waits in CLOSE_WAIT for its handler.
 		{"a stuck server's timed-out requests", func(i int, r *rand.Rand) int64 { return int64(6*i + r.IntN(3)) }, 8, false},
+		// Filled in the first windows, then stuck at the open-file limit
+		// (seen for real: 5,695 → 15,581 in 5 s, then flat).
+		{"held at the open-file limit", func(i int, r *rand.Rand) int64 { return min(5700+1800*int64(i), 15581) }, 0, true},
 		{"a burst that went away", func(i int, r *rand.Rand) int64 {
 			if i >= 10 && i < 15 {
 				return 200
@@ -59,6 +62,12 @@ func TestUnclosedConnections(t *testing.T) {
 				t.Fatalf("finding: got %v, want %v (findings %+v)", got != nil, tc.want, res.Findings)
 			}
 			if got == nil {
+				return
+			}
+			if tc.name == "held at the open-file limit" {
+				if !strings.Contains(got.Summary, "held 15,581 connections its clients had closed (CLOSE_WAIT) over the run") {
+					t.Errorf("summary %q", got.Summary)
+				}
 				return
 			}
 			if got.Severity != Warning || got.Evidence.Unit != "connections" || got.Evidence.Slope < 30 || got.Evidence.Slope > 42 {

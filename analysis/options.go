@@ -122,6 +122,9 @@ type ConnectionsOptions struct {
 	// timing; twenty more, and still rising, is not.
 	MinRise float64
 	Factor  float64
+	// HighCount: a median CLOSE_WAIT count over the run at least this high
+	// (and not falling) is a finding without a rise. Default 100.
+	HighCount float64
 }
 
 // PausesOptions tune the pauses detector: the per-window p99 of a Node.js
@@ -350,7 +353,7 @@ func DefaultOptions() Options {
 			GCPauseHighMs:         50,
 			MinLatencyCorrelation: 0.5,
 		},
-		Connections: ConnectionsOptions{MinWindows: 8, Alpha: 0.01, MinRise: 20, Factor: 2},
+		Connections: ConnectionsOptions{MinWindows: 8, Alpha: 0.01, MinRise: 20, Factor: 2, HighCount: 100},
 		Collapse: CollapseOptions{
 			MinWindows:            8,
 			Alpha:                 0.01,
@@ -434,6 +437,7 @@ func (o Options) withDefaults() Options {
 	def(&cn.Alpha, dcn.Alpha)
 	def(&cn.MinRise, dcn.MinRise)
 	def(&cn.Factor, dcn.Factor)
+	def(&cn.HighCount, dcn.HighCount)
 
 	c, dc := &o.Collapse, d.Collapse
 	def(&c.MinWindows, dc.MinWindows)
