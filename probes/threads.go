@@ -264,15 +264,7 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 			if !t.in(t.database, p.pid) {
 				continue
 			}
-			t.readThreads(p.pid, func(tid int, _ []byte, start uint64, c threadTimes, busy bool) {
-				k := procKey{tid, start}
-				nextD[k] = c
-				old, seen := t.prevD[k]
-				d := c.delta(old, seen)
-				db.cpuNs += d.cpuNs
-				db.busyNs += d.busyNs
-				r.HasBusy = r.HasBusy && busy
-			})
+			t.sumThreads(p.pid, t.prevD, nextD, &db, &r.HasBusy)
 		}
 		r.Database = len(nextD) > 0
 		t.prevD, t.next = nextD, t.prevD
@@ -281,15 +273,7 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 	// The driver: this process's threads.
 	nextS := t.swap()
 	var drv threadTimes
-	t.readThreads(t.self, func(tid int, _ []byte, start uint64, c threadTimes, busy bool) {
-		k := procKey{tid, start}
-		nextS[k] = c
-		old, seen := t.prevS[k]
-		d := c.delta(old, seen)
-		drv.cpuNs += d.cpuNs
-		drv.busyNs += d.busyNs
-		r.HasBusy = r.HasBusy && busy
-	})
+	t.sumThreads(t.self, t.prevS, nextS, &drv, &r.HasBusy)
 	r.Driver = len(nextS) > 0
 	t.prevS, t.next = nextS, t.prevS
 
@@ -314,6 +298,21 @@ func (t *ThreadCPU) sampleAt(now time.Time) (ThreadReading, bool, error) {
 
 // swap returns the spare map, emptied, to fill as the next readings; the
 // caller puts it in place of a prev map and keeps that as the spare.
+// sumThreads reads the threads of pid into next and adds their CPU and busy
+// time since prev to sum; hasBusy stays true only while every thread had
+// its busy time.
+func (t *ThreadCPU) sumThreads(pid int, prev, next map[procKey]threadTimes, sum *threadTimes, hasBusy *bool) {
+	t.readThreads(pid, func(tid int, _ []byte, start uint64, c threadTimes, busy bool) {
+		k := procKey{tid, start}
+		next[k] = c
+		old, seen := prev[k]
+		d := c.delta(old, seen)
+		sum.cpuNs += d.cpuNs
+		sum.busyNs += d.busyNs
+		*hasBusy = *hasBusy && busy
+	})
+}
+
 func (t *ThreadCPU) swap() map[procKey]threadTimes {
 	clear(t.next)
 	return t.next
