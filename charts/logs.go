@@ -46,7 +46,7 @@ func runLogs(ctx context.Context, st Reader, id, base string) []logView {
 	out := make([]logView, len(ls))
 	tail := -1 // the target's latest incarnation
 	for i, l := range ls {
-		out[i] = logView{Source: l.Source, Incarnation: l.Incarnation, Size: fmtSize(l.Bytes), Truncated: l.Truncated,
+		out[i] = logView{Source: l.Source, Incarnation: l.Incarnation, Size: fmtBytes(float64(l.Bytes)), Truncated: l.Truncated,
 			URL: base + "/logs/" + url.PathEscape(l.Source) + "?incarnation=" + strconv.Itoa(l.Incarnation)}
 		if l.Source == "target" && (tail < 0 || l.Incarnation > ls[tail].Incarnation) {
 			tail = i
@@ -75,16 +75,6 @@ func lastLines(gz []byte, n int) []string {
 		ring = append(ring, sc.Text())
 	}
 	return ring
-}
-
-func fmtSize(b int64) string {
-	switch {
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", b)
 }
 
 // runLog serves the whole kept output of one of a run's processes as text
