@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -74,7 +73,7 @@ func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time)
 		},
 	}
 	what := fmt.Sprintf("the database %s %s", stoppedVerb(ev), when)
-	byClass := errorClasses(errs)
+	byClass := errs.String()
 	switch {
 	case recovered >= 0:
 		f.Summary = fmt.Sprintf("%s; the target answered %s errors (%s) until it recovered in window %d", what, fmtCount(float64(errs.Total())), byClass, inc.all[recovered].Index)
@@ -87,19 +86,4 @@ func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time)
 		f.Summary = fmt.Sprintf("%s; no request failed", what)
 	}
 	return f
-}
-
-// errorClasses lists e's non-zero classes with their counts: "5xx 1,200,
-// refused 34"; "none" when there are none.
-func errorClasses(e window.Errors) string {
-	var parts []string
-	for c := window.Class(1); c < window.NumClasses; c++ {
-		if n := e.Get(c); n > 0 {
-			parts = append(parts, c.String()+" "+fmtCount(float64(n)))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }

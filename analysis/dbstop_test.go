@@ -31,7 +31,7 @@ func TestDatabaseStop(t *testing.T) {
 		if f.Severity != Warning || f.Evidence.FirstWindow != 5 || f.Evidence.LastWindow != 6 || f.Evidence.Notes["recovered_window"] != 7 {
 			t.Errorf("got %s windows %d–%d recovered %v; want a warning over windows 5–6, recovered in 7", f.Severity, f.Evidence.FirstWindow, f.Evidence.LastWindow, f.Evidence.Notes["recovered_window"])
 		}
-		for _, s := range []string{"the database exited 0:00:52 into the run (window 5; exit code 0)", "1,400 errors (5xx 1,100, refused 300)", "recovered in window 7"} {
+		for _, s := range []string{"the database exited 0:00:52 into the run (window 5; exit code 0)", "1,400 errors (5xx:1100 refused:300)", "recovered in window 7"} {
 			if !strings.Contains(f.Summary, s) {
 				t.Errorf("summary %q lacks %q", f.Summary, s)
 			}

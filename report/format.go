@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -54,20 +53,6 @@ func clock(d time.Duration) string {
 		out += fmt.Sprintf(".%03d", frac/time.Millisecond)
 	}
 	return out
-}
-
-// errorClasses lists the nonzero classes of e as "5xx:3 timeout:1", or "".
-func errorClasses(e window.Errors) string {
-	var b strings.Builder
-	for c := window.Class(1); c < window.NumClasses; c++ {
-		if n := e.Get(c); n != 0 {
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			fmt.Fprintf(&b, "%s:%d", c, n)
-		}
-	}
-	return b.String()
 }
 
 // opNames returns the keys of ops, sorted.

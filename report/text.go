@@ -153,7 +153,7 @@ func writeWindowLine(out io.Writer, w window.Window, elapsed time.Duration, cols
 			clock(elapsed), rps(w.RPS), ms(l.P50), ms(l.P99), ms(l.P999), ms(l.Max), w.Errors.Total(), w.Dropped) +
 			probeCells(cols, w, table)
 	}
-	if e := errorClasses(w.Errors); e != "" {
+	if e := w.Errors.String(); e != "" {
 		line += "  " + e
 	}
 	if w.ConnectFailures > 0 {
@@ -206,7 +206,7 @@ func writeSummary(out io.Writer, s window.Summary) {
 	fmt.Fprintf(out, "%-*s %10s %10s %8s %8s %8s %8s %8s %8s  %s\n",
 		width, "op", "requests", "req/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "errors")
 	row := func(name string, requests int64, r float64, l window.Latency, e window.Errors) {
-		errs := errorClasses(e)
+		errs := e.String()
 		if errs == "" {
 			errs = "0"
 		}

@@ -16,6 +16,8 @@
 package window
 
 import (
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -124,6 +126,21 @@ func (e *Errors) AddAll(o Errors) {
 	for c := Class(1); c < NumClasses; c++ {
 		e.Add(c, o.Get(c))
 	}
+}
+
+// String lists the nonzero classes of e as "5xx:3 timeout:1" (the window
+// table's and the findings' wording), or "" when there are none.
+func (e Errors) String() string {
+	var b strings.Builder
+	for c := Class(1); c < NumClasses; c++ {
+		if n := e.Get(c); n != 0 {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s:%d", c, n)
+		}
+	}
+	return b.String()
 }
 
 // Latency is a set of latency percentiles in milliseconds.
