@@ -69,6 +69,7 @@ func Analyze(ws []window.Window, opts Options) Result {
 	runStart := firstStart(ws)
 	for _, inc := range a.split(ws) {
 		fs := append(inc.crashes(runStart), inc.databaseStops(runStart)...)
+		fs = append(fs, inc.storeBehind()...)
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
