@@ -52,7 +52,7 @@ func FollowRun(ctx context.Context, t Terminal, st store.Store, wf Workflow, r R
 	printNew := func() error {
 		ws, err := st.Windows(ctx, r.ID, store.WindowQuery{Incarnation: -1, FromIndex: next})
 		if err != nil {
-			return storeRead{fmt.Errorf("read windows of run %s: %w", r.ID, err)}
+			return storeRead{err} // the store says which run and what it read
 		}
 		for _, w := range ws {
 			if err := out.Window(w); err != nil {

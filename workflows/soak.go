@@ -166,10 +166,16 @@ const QueuedReason = "waiting for a free measurement slot: every worker host is 
 // end-to-end tests can shorten it; workflow code reads it, never writes.
 var ProvisionHeartbeatTimeout = 30 * time.Second
 
-// DriveHeartbeatTimeout is a few windows long (3 × window, at least 10 s): a
-// dead worker is noticed that long after its last heartbeat.
+// DriveHeartbeatTimeout is a few windows long (3 × window, at least 60 s): a
+// dead worker is noticed that long after its last heartbeat, and its drive
+// resumes after one gap. The floor is what lets a drive heartbeat through a
+// Temporal server's restart: the SDK retries a failed heartbeat for 0.8 of
+// the timeout and then cancels the activity, and a `longhaul server` on
+// PostgreSQL stopped, down 10 s and started again was out of reach for
+// 24 s and more (bench/faults temporalrestart: at 10 s and 30 s timeouts
+// the drive lost its window in progress).
 func DriveHeartbeatTimeout(window time.Duration) time.Duration {
-	return max(3*window, 10*time.Second)
+	return max(3*window, 60*time.Second)
 }
 
 // soak is one execution's state.

@@ -3,13 +3,23 @@
 # e2e target (cmd/longhaul/testdata/soaktarget) on the local provider with
 # 1 s windows, injects one fault, and prints what the user saw.
 #
-#   bench/faults/run.sh [rows...]     rows: kill9 hang dbrestart oom (default: all)
+#   bench/faults/run.sh [rows...]     rows: kill9 hang dbrestart oom storedown
+#                                     diskfull temporalrestart (default: all)
 #
 # dbrestart soaks scenarios/demo.yaml on the docker provider (the demo
 # target on PostgreSQL; the images of scripts/offline-images.sh or pulled)
 # and restarts its database container (docker restart) mid-soak. oom soaks
 # the same with the target limited to 128 MiB and leaking 1 MiB per request
 # (DEMO_LEAK_BYTES): the kernel kills it for running out of memory.
+#
+# storedown runs with --store on a private PostgreSQL cluster (Debian's
+# postgresql-15 binaries, as the postgres user) and stops that cluster for
+# STORE_DOWN seconds mid-soak. diskfull puts the data directory (store and
+# embedded Temporal) on a 96 MiB tmpfs and fills it for FULL_FOR seconds,
+# then checks the store's integrity. temporalrestart runs `longhaul server`
+# on PostgreSQL, a `longhaul worker` and a `longhaul run --temporal` client,
+# and stops the server (SIGTERM) for TEMPORAL_DOWN seconds mid-soak. These
+# three need root (runuser, mount).
 #
 # Columns: fault, when (s into the run), what the terminal said (the first
 # longhaul line about it), windows lost (gap rows), run outcome, findings,
@@ -18,9 +28,16 @@
 # Needs: go, jq. Writes only under a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROWS=${*:-"kill9 hang dbrestart oom"}
+ROWS=${*:-"kill9 hang dbrestart oom storedown diskfull temporalrestart"}
 WORK=$(mktemp -d /tmp/longhaul-faults.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+chmod 755 "$WORK" # the postgres user reads its cluster's directory under it
+cleanup() {
+  for d in "$WORK"/pg-*/; do [ -f "$d/postmaster.pid" ] && pg_stop "$d"; done
+  mountpoint -q "$WORK/data-diskfull" && umount "$WORK/data-diskfull"
+  [ -n "${KEEP:-}" ] && { echo "kept $WORK" >&2; return; }
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 # LONGHAUL_BIN: an already built longhaul (saves a link of the whole
 # binary on a busy machine); default: build one.
 if [ -n "${LONGHAUL_BIN:-}" ]; then
@@ -33,11 +50,27 @@ go build -o "$WORK/soaktarget" ./cmd/longhaul/testdata/soaktarget
 DURATION=${DURATION:-24}   # seconds per row
 FAULT_AT=${FAULT_AT:-8}    # seconds after the first window
 HANG=${HANG:-10}           # seconds the target is stopped (SIGSTOP) in the hang row
+STORE_DOWN=${STORE_DOWN:-60}       # seconds the results store is stopped (storedown)
+FULL_FOR=${FULL_FOR:-20}           # seconds the data directory's disk stays full (diskfull)
+TEMPORAL_DOWN=${TEMPORAL_DOWN:-10} # seconds the Temporal server is down (temporalrestart)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
+# pg_start DIR PORT: a private PostgreSQL cluster on 127.0.0.1:PORT (made
+# on first use); pg_stop DIR stops it (fast: what a crash or a restart
+# looks like to clients).
+pg_start() {
+  mkdir -p "$1" && chown postgres "$1" && chmod 700 "$1"
+  [ -f "$1/PG_VERSION" ] || runuser -u postgres -- "$PGBIN/initdb" -D "$1" -A trust -U postgres >/dev/null
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$1" -l "$1/server.log" -w \
+    -o "-p $2 -k $1 -c listen_addresses=127.0.0.1" start >/dev/null
+}
+pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$1" -m fast -w stop >/dev/null; }
+
+# scenario NAME [SECONDS]: the local soak of the e2e target.
 scenario() {
   cat >"$WORK/$1.yaml" <<YAML
 name: faults-$1
-load: {vus: 4, duration: ${DURATION}s, window: 1s, timeout: 2s}
+load: {vus: 4, duration: ${2:-$DURATION}s, window: 1s, timeout: 2s}
 environment:
   provider: local
   target:
@@ -90,6 +123,23 @@ row() {
   elif [ "$name" = dbrestart ]; then
     "$WORK/longhaul" run scenarios/demo.yaml --provider docker --duration "$((DURATION + 10))s" --window 1s --ui-addr off \
       --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  elif [ "$name" = storedown ]; then
+    pg_start "$WORK/pg-store" 55432
+    scenario "$name" "$((FAULT_AT + STORE_DOWN + 15))"
+    "$WORK/longhaul" run "$WORK/$name.yaml" --store "postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable" \
+      --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  elif [ "$name" = diskfull ]; then
+    mount -t tmpfs -o size=96m tmpfs "$data"
+    scenario "$name" "$((FAULT_AT + FULL_FOR + 15))"
+    "$WORK/longhaul" run "$WORK/$name.yaml" --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  elif [ "$name" = temporalrestart ]; then
+    pg_start "$WORK/pg-temporal" 55433
+    temporal_server "$data"
+    "$WORK/longhaul" worker --temporal 127.0.0.1:57233 --store "$data/longhaul.db" --data "$data/worker" >"$WORK/worker.log" 2>&1 &
+    worker=$!
+    scenario "$name" "$((FAULT_AT + TEMPORAL_DOWN + 20))"
+    "$WORK/longhaul" run "$WORK/$name.yaml" --temporal 127.0.0.1:57233 --store "$data/longhaul.db" --data "$data/client" \
+      --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
   else
     scenario "$name"
     "$WORK/longhaul" run "$WORK/$name.yaml" --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
@@ -97,7 +147,8 @@ row() {
   local lh=$!
   case $name in
     dbrestart) pid=$(db_container) ;;
-    oom) pid= ;;
+    oom|storedown|diskfull) pid= ;;
+    temporalrestart) pid=$(target_pid "$data/worker") ;;
     *) pid=$(target_pid "$data") ;;
   esac
   # the first window of the run
@@ -111,13 +162,30 @@ row() {
     hang)  kill -STOP "$pid"; sleep "$HANG"; kill -CONT "$pid"; fault_end=$(date +%s.%N) ;;
     dbrestart) docker restart -t 1 "$pid" >/dev/null; fault_end=$(date +%s.%N) ;;
     oom) fault_end=$at ;; # the target brings it on itself
+    storedown) pg_stop "$WORK/pg-store"; sleep "$STORE_DOWN"; pg_start "$WORK/pg-store" 55432; fault_end=$(date +%s.%N) ;;
+    diskfull)
+      dd if=/dev/zero of="$data/filler" bs=1M status=none 2>/dev/null || true
+      sleep "$FULL_FOR"; rm -f "$data/filler"; fault_end=$(date +%s.%N) ;;
+    temporalrestart)
+      kill -TERM "$server"; wait "$server" || true
+      sleep "$TEMPORAL_DOWN"; temporal_server "$data"; fault_end=$(date +%s.%N)
+      printf 'temporalrestart: the server was out of reach for %.1f s (SIGTERM to answering again)\n' "$(echo "$fault_end - $at" | bc)" >&2 ;;
   esac
   local rc=0; wait "$lh" || rc=$?
+  local integrity=""
+  case $name in
+    diskfull)
+      integrity=", store $(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0])' "$data/longhaul.db")"
+      ;;
+    temporalrestart) kill -TERM "$worker" "$server"; wait "$worker" "$server" || true ;;
+  esac
   local said; said=$(grep -m1 -E 'window [0-9]+: ' "$WORK/$name.err" || echo "(nothing)")
   local rep; rep=$(grep '"type":"report"' "$WORK/$name.ndjson" | tail -1)
   local status gaps findings
   status=$(jq -r '.status' <<<"$rep")
-  gaps=$(jq -r '.gaps // 0' <<<"$rep")
+  # windows lost: gap rows, plus slots before the last window that have no
+  # row at all (a window never written)
+  gaps=$(jq -s -r --argjson g "$(jq -r '.gaps // 0' <<<"$rep")" '[.[] | select(.index != null) | .index] | if length == 0 then $g else (max + 1 - (unique | length)) + $g end' "$WORK/$name.ndjson")
   findings=$(jq -r '[.findings[] | select(.severity != "info") | "\(.severity) \(.kind)"] | join(", ") | if . == "" then "none" else . end' <<<"$rep")
   # connect failures per second in the windows after the fault; recovery:
   # the first window ending after fault_end with answered requests
@@ -133,8 +201,24 @@ row() {
   # the errors of the windows that overlap the fault, by class
   local errs
   errs=$(jq -s -r --argjson at "$at" --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) >= $at and (.start | sub("\\.[0-9]+Z$"; "Z") | fromdate) <= $fe + 1) | .errors | to_entries[] | select(.value > 0)] | group_by(.key) | map("\(.[0].key):\(map(.value) | add)") | join(" ") | if . == "" then "none" else . end' "$WORK/$name.ndjson")
-  printf '| %s | %.0f s | %s | %s | %s | %s (exit %s) | %s | %.1f | %s |\n' \
-    "$name" "$(echo "$at - $t0" | bc)" "$said" "$errs" "$gaps" "$status" "$rc" "$findings" "$cfps" "$recover"
+  case $name in
+    storedown|diskfull|temporalrestart)
+      # the target was fine: recovered is when windows reached the store again
+      findings=$(jq -r '[.findings[] | "\(.severity) \(.kind)"] | join(", ") | if . == "" then "none" else . end' <<<"$rep")
+      recover="—" ;;
+  esac
+  printf '| %s | %.0f s | %s | %s | %s | %s (exit %s)%s | %s | %.1f | %s |\n' \
+    "$name" "$(echo "$at - $t0" | bc)" "$said" "$errs" "$gaps" "$status" "$rc" "$integrity" "$findings" "$cfps" "$recover"
+}
+
+# temporal_server DATA: `longhaul server` on the private PostgreSQL cluster
+# of the temporalrestart row, answering on 127.0.0.1:57233 ($server: its pid).
+temporal_server() {
+  "$WORK/longhaul" server --persistence "postgres://postgres@127.0.0.1:55433/temporal?sslmode=disable" \
+    --addr 127.0.0.1:57233 --store "$1/longhaul.db" --data "$1/server" >>"$WORK/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 600); do "$WORK/longhaul" healthcheck 127.0.0.1:57233 >/dev/null 2>&1 && return; sleep 0.2; done
+  echo "longhaul server did not come up" >&2; tail -20 "$WORK/server.log" >&2; exit 1
 }
 
 echo "| fault | when | what the terminal said | errors in the fault's windows | windows lost | outcome | findings (warning+) | connect failures per 1 s window after | time to recover |"
