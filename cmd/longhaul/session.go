@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/activities"
@@ -18,38 +17,6 @@ import (
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/soakworker"
 )
-
-// clusterFlags are --temporal and --namespace of the commands that submit
-// workflows (run, compare).
-type clusterFlags struct {
-	temporal  string
-	namespace string
-}
-
-func (f *clusterFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (default: an embedded server in this process)")
-	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
-}
-
-// followFlags are how run and compare show what they submitted: the
-// output, the live UI, --detach, --verbose and the metrics endpoint. what
-// is "run" or "comparison"; items what the JSON output holds before its
-// last object.
-type followFlags struct {
-	format      string
-	detach      bool
-	uiAddr      string
-	verbose     bool
-	metricsAddr string
-}
-
-func (f *followFlags) register(fs *pflag.FlagSet, what, items, last string) {
-	fs.BoolVar(&f.detach, "detach", false, "submit the "+what+" and return without following it")
-	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON "+items+", then one "+last+" object)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
-	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the "+what+", serve the browser UI on HOST:PORT (default a free port)")
-	verboseFlag(fs, &f.verbose)
-}
 
 // preflight refuses, before anything is recorded or started, an environment
 // this host cannot serve: no Docker engine or image, no database server
@@ -79,29 +46,29 @@ type session struct {
 
 // start is how run and compare begin: the host's pre-flight check, the
 // session, and the ID of the record they are about to store.
-func (a *app) start(ctx context.Context, cl clusterFlags, ff followFlags, sf storeFlags, env scenarios.Environment, provider string) (*session, string, error) {
-	if err := a.preflight(ctx, cl, env, provider); err != nil {
+func (a *app) start(ctx context.Context, f submitFlags, env scenarios.Environment, provider string) (*session, string, error) {
+	if err := a.preflight(ctx, f.clusterFlags, env, provider); err != nil {
 		return nil, "", err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, "", fmt.Errorf("new id: %w", err)
 	}
-	s, err := a.openSession(ctx, sf, cl, ff)
+	s, err := a.openSession(ctx, f)
 	return s, id.String(), err
 }
 
-func (a *app) openSession(ctx context.Context, sf storeFlags, cl clusterFlags, ff followFlags) (*session, error) {
-	svc, err := a.openServices(ctx, sf, ff.metricsAddr, ff.verbose)
+func (a *app) openSession(ctx context.Context, f submitFlags) (*session, error) {
+	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return nil, err
 	}
-	c, hostPort, stop, err := a.connect(ctx, svc, cl.temporal, cl.namespace)
+	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace)
 	if err != nil {
 		svc.Close()
 		return nil, err
 	}
-	return &session{services: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: cl.temporal == "", DataDir: svc.dataDir}, stop: stop}, nil
+	return &session{services: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: f.temporal == "", DataDir: svc.dataDir}, stop: stop}, nil
 }
 
 func (s *session) Close() {
@@ -158,12 +125,12 @@ func (s *session) Submit(ctx context.Context, workflowID, workflow string, in an
 }
 
 // launcher submits and follows in s what run or compare asked for.
-func (a *app) launcher(s *session, ff followFlags, sf storeFlags) launch.Launcher {
+func (a *app) launcher(s *session, f submitFlags) launch.Launcher {
 	return launch.Launcher{
 		Store: s.store, Where: s.where, Submitter: s, Temporal: s.hostPort, Terminal: a.terminal(), Session: s.Session,
-		Detach: ff.detach, Logs: s.lg.Path, Lines: s.lg.Lines, Format: ff.format, Data: sf.data, StoreDSN: sf.store,
+		Detach: f.detach, Logs: s.lg.Path, Lines: s.lg.Lines, Format: f.format, Data: f.data, StoreDSN: f.store,
 		LiveUI: func(page func(*charts.Running) string) (func(), error) {
-			ui, err := a.startUI(s.store, ff.uiAddr, false, nil)
+			ui, err := a.startUI(s.store, f.uiAddr, false, nil)
 			if err != nil || ui == nil {
 				return func() {}, err
 			}
