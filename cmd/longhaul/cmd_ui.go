@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/schedule"
@@ -77,11 +76,6 @@ func (a *app) ui(ctx context.Context, f uiFlags) error {
 	fmt.Fprintf(a.stdout, "longhaul UI at %s (store %s); Ctrl-C stops it\n", ui.URL(), where)
 	a.untilInterrupted(ctx)
 	return nil
-}
-
-// uiAddrFlag registers --ui-addr for run and dev.
-func uiAddrFlag(fs *pflag.FlagSet, p *string, def, what string) {
-	fs.StringVar(p, "ui-addr", def, what+" ('off': no UI; a non-loopback address needs $LONGHAUL_UI_TOKEN)")
 }
 
 // startUI serves the UI for a command that runs soaks, with the schedules

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -215,4 +216,18 @@ func (f *roundFlags) register(fs *pflag.FlagSet, on command) {
 	fs.StringVar(&f.disturbedAbove, "disturbed-above", strconv.FormatFloat(workflows.DefaultDisturbedAbove, 'f', -1, 64), on.pick(
 		"a round whose foreign load (CPU busy with neither the target, its database nor longhaul) is above this share of the host is disturbed, or off",
 		"with --compare: foreign-load share above which a round is disturbed, or off"))
+}
+
+// verboseFlag, pushURLFlag and uiAddrFlag are flags that run, compare, dev,
+// worker and server share, each with its own default or subject.
+func verboseFlag(fs *pflag.FlagSet, v *bool) {
+	fs.BoolVar(v, "verbose", false, "also show Temporal's own log lines (SDK and server) on stderr; they are always in DATA/"+datadir.TemporalLogFile)
+}
+
+func pushURLFlag(fs *pflag.FlagSet, p *string, what string) {
+	fs.StringVar(p, "push-url", "", what+" (VictoriaMetrics: http://HOST:8428/api/v1/import/prometheus)")
+}
+
+func uiAddrFlag(fs *pflag.FlagSet, p *string, def, what string) {
+	fs.StringVar(p, "ui-addr", def, what+" ('off': no UI; a non-loopback address needs $LONGHAUL_UI_TOKEN)")
 }

@@ -34,10 +34,10 @@ func (a *app) preflight(ctx context.Context, cl clusterFlags, env scenarios.Envi
 }
 
 // session is what run and compare hold while they submit and follow: the
-// services, the log files and a Temporal client — of --temporal, or of an
+// host (store, data directory, logs) and a Temporal client — of --temporal, or of an
 // embedded server on the data directory with a worker in this process.
 type session struct {
-	*services
+	*soakworker.Host
 	c        client.Client
 	hostPort string
 	follow.Session
@@ -59,7 +59,7 @@ func (a *app) start(ctx context.Context, f submitFlags, env scenarios.Environmen
 }
 
 func (a *app) openSession(ctx context.Context, f submitFlags) (*session, error) {
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr, f.verbose)
+	svc, err := a.openHost(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return nil, err
 	}
@@ -68,18 +68,18 @@ func (a *app) openSession(ctx context.Context, f submitFlags) (*session, error) 
 		svc.Close()
 		return nil, err
 	}
-	return &session{services: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: f.temporal == "", DataDir: svc.dataDir}, stop: stop}, nil
+	return &session{Host: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: f.temporal == "", DataDir: svc.DataDir}, stop: stop}, nil
 }
 
 func (s *session) Close() {
 	s.stop()
-	s.services.Close()
+	s.Host.Close()
 }
 
 // connect returns a Temporal client: of the cluster at temporal, or —
 // when temporal is empty — of an embedded server on the data directory,
 // with a worker in this process. stop closes everything it started.
-func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string) (c client.Client, hostPort string, stop func(), err error) {
+func (a *app) connect(ctx context.Context, svc *soakworker.Host, temporal, namespace string) (c client.Client, hostPort string, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -93,7 +93,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 	}()
 	hostPort = temporal
 	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, svc.lg.Temporal)
+		srv, err := a.startDevServer(ctx, svc.DataDir, 0, svc.Logs.Temporal)
 		if err != nil {
 			return nil, "", stop, err
 		}
@@ -101,7 +101,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 		hostPort = srv.Address()
 		namespace = srv.Namespace()
 	}
-	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.lg.Temporal); err != nil {
+	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.Logs.Temporal); err != nil {
 		return nil, hostPort, stop, err
 	}
 	stops = append(stops, c.Close)
@@ -127,10 +127,10 @@ func (s *session) Submit(ctx context.Context, workflowID, workflow string, in an
 // launcher submits and follows in s what run or compare asked for.
 func (a *app) launcher(s *session, f submitFlags) launch.Launcher {
 	return launch.Launcher{
-		Store: s.store, Where: s.where, Submitter: s, Temporal: s.hostPort, Terminal: a.terminal(), Session: s.Session,
-		Detach: f.detach, Logs: s.lg.Path, Lines: s.lg.Lines, Format: f.format, Data: f.data, StoreDSN: f.store,
+		Store: s.Store, Where: s.Where, Submitter: s, Temporal: s.hostPort, Terminal: a.terminal(), Session: s.Session,
+		Detach: f.detach, Logs: s.Logs.Path, Lines: s.Logs.Lines, Format: f.format, Data: f.data, StoreDSN: f.store,
 		LiveUI: func(page func(*charts.Running) string) (func(), error) {
-			ui, err := a.startUI(s.store, f.uiAddr, false, nil)
+			ui, err := a.startUI(s.Store, f.uiAddr, false, nil)
 			if err != nil || ui == nil {
 				return func() {}, err
 			}

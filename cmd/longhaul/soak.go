@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -58,11 +57,6 @@ func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log 
 		return nil, badInputf("cannot reach Temporal at %s (namespace %s): %v", hostPort, namespace, err)
 	}
 	return c, nil
-}
-
-// pushURLFlag registers --push-url.
-func pushURLFlag(fs *pflag.FlagSet, p *string, what string) {
-	fs.StringVar(p, "push-url", "", what+" (VictoriaMetrics: http://HOST:8428/api/v1/import/prometheus)")
 }
 
 // discard is a logger that drops everything.
