@@ -34,14 +34,3 @@ func TestBadInputSaysWhatToType(t *testing.T) {
 		})
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"durration", "duration", 1}, {"pair", "pairs", 1}, {"widnow", "window", 2}, {"abc", "", 3}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}

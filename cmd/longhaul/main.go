@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/launch"
 )
 
 // Exit codes.
@@ -155,35 +156,10 @@ func suggestFlag(c *cobra.Command, err error) error {
 	if !ok {
 		return err
 	}
-	best, bestDist := "", 3 // at most two edits away
-	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d < bestDist {
-			best, bestDist = f.Name, d
-		}
-	})
-	if best == "" {
-		return err
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if best := launch.Nearest(name, names); best != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, best)
 	}
-	return fmt.Errorf("%w (did you mean --%s?)", err, best)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return err
 }
