@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/launch"
-	"github.com/longhaul-dev/longhaul/report"
 )
 
 // defaultDecideOn is --decide-on's default: analysis.DefaultPrimary.
@@ -95,35 +93,4 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	}
 	defer s.Close()
 	return a.launcher(s, f.submitFlags).Compare(ctx, p, id, f.failOnWorse)
-}
-
-func (a *app) comparisonsCmd() *cobra.Command {
-	var f listFlags
-	cmd := &cobra.Command{
-		Use:     "comparisons",
-		Short:   "List comparisons, newest first",
-		Example: "  longhaul comparisons\n  longhaul comparisons --status completed --format json\n  longhaul comparisons --schedule nightly-ab",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.comparisons(cmd.Context(), f)
-		},
-	}
-	f.register(cmd.Flags(), "comparisons", "one comparison object")
-	return cmd
-}
-
-func (a *app) comparisons(ctx context.Context, f listFlags) error {
-	st, format, opts, err := a.openListing(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	cs, err := st.ListComparisons(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("list comparisons: %w", err)
-	}
-	if format == report.JSON {
-		return report.WriteComparisonsJSON(a.stdout, cs)
-	}
-	return report.WriteComparisonsText(a.stdout, cs)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
+	"github.com/longhaul-dev/longhaul/report"
 )
 
 // Exit codes.
@@ -116,12 +117,12 @@ func (a *app) rootCmd() *cobra.Command {
 		a.scenarioCmd(),
 		a.runCmd(),
 		a.compareCmd(),
-		a.comparisonsCmd(),
+		a.listCmd(report.ListComparisons, "  longhaul comparisons\n  longhaul comparisons --status completed --format json\n  longhaul comparisons --schedule nightly-ab", "one comparison object"),
 		a.devCmd(),
 		a.workerCmd(),
 		a.serverCmd(),
 		a.healthcheckCmd(),
-		a.runsCmd(),
+		a.listCmd(report.ListRuns, "  longhaul runs\n  longhaul runs --status failed --format json\n  longhaul runs --schedule nightly", "one object"),
 		a.reportCmd(),
 		a.analyzeCmd(),
 		a.sweepCmd(),
