@@ -11,10 +11,6 @@ import (
 // defaultDecideOn is --decide-on's default: analysis.DefaultPrimary.
 const defaultDecideOn = "cpu,p50,p99,throughput"
 
-// exitWorse: the comparison completed, --fail-on-worse was given and a
-// metric is worse.
-const exitWorse = 3
-
 // compareFlags are the flags of longhaul compare.
 type compareFlags struct {
 	failOnWorse bool

@@ -14,6 +14,7 @@ import (
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/soakworker"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // driveFlags are the flags of longhaul drive.
@@ -83,17 +84,14 @@ func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool
 		}
 		defer stopMetrics()
 	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		d.Metrics, d.Where = live, where
+		err = follow.FollowDrive(ctx, a.terminal(), st, d)
+		if errors.Is(err, driver.ErrInvalid) {
+			return badInput{err}
+		}
 		return err
-	}
-	defer st.Close()
-	d.Metrics, d.Where = live, where
-	err = follow.FollowDrive(ctx, a.terminal(), st, d)
-	if errors.Is(err, driver.ErrInvalid) {
-		return badInput{err}
-	}
-	return err
+	})
 }
 
 // scenarioErrors prints scenario problems one per line as file:line: message

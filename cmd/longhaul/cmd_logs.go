@@ -29,23 +29,20 @@ scenario's secrets (its ${env:NAME} values) masked.`,
 			if inc < 0 {
 				return badInputf("--incarnation is 1 or more (0: all)")
 			}
-			st, where, err := a.openStore(cmd.Context(), f)
-			if err != nil {
+			return a.withStore(cmd.Context(), f, func(st store.Store, where string) error {
+				if _, err := st.GetRun(cmd.Context(), args[0]); errors.Is(err, store.ErrNotFound) {
+					return badInputf("no run %s in %s", args[0], where)
+				}
+				q := report.LogQuery{Source: "target", Incarnation: inc}
+				if database {
+					q.Source = "database"
+				}
+				err := report.WriteLogs(cmd.Context(), st, args[0], q, a.stdout)
+				if errors.Is(err, report.ErrNoLogs) {
+					return badInputf("%v (kept when a provisioned environment is torn down; none for a target.url)", err)
+				}
 				return err
-			}
-			defer st.Close()
-			if _, err := st.GetRun(cmd.Context(), args[0]); errors.Is(err, store.ErrNotFound) {
-				return badInputf("no run %s in %s", args[0], where)
-			}
-			q := report.LogQuery{Source: "target", Incarnation: inc}
-			if database {
-				q.Source = "database"
-			}
-			err = report.WriteLogs(cmd.Context(), st, args[0], q, a.stdout)
-			if errors.Is(err, report.ErrNoLogs) {
-				return badInputf("%v (kept when a provisioned environment is torn down; none for a target.url)", err)
-			}
-			return err
+			})
 		},
 	}
 	cmd.Flags().IntVar(&inc, "incarnation", 0, "only this incarnation (default: all)")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // listFlags are the filters that longhaul runs and longhaul comparisons share.
@@ -44,12 +45,9 @@ func (a *app) listCmd(l report.Listing, example, jsonLine string) *cobra.Command
 			if err != nil {
 				return badInput{err}
 			}
-			st, _, err := a.openStore(cmd.Context(), f.storeFlags)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			return report.WriteList(cmd.Context(), a.stdout, st, l, format, opts, time.Now())
+			return a.withStore(cmd.Context(), f.storeFlags, func(st store.Store, _ string) error {
+				return report.WriteList(cmd.Context(), a.stdout, st, l, format, opts, time.Now())
+			})
 		},
 	}
 	f.register(cmd.Flags(), string(l), jsonLine)

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.temporal.io/sdk/client"
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/report"
@@ -75,43 +73,24 @@ or a cluster (--temporal). They fire only while that server and a worker run.`,
 	return cmd
 }
 
-// scheduleClient dials Temporal for a schedule subcommand.
-func (a *app) scheduleClient(ctx context.Context, f scheduleConn) (*schedule.Client, client.Client, error) {
-	if _, err := report.ParseFormat(f.format); err != nil {
-		return nil, nil, badInputf("--format: %v", err)
-	}
-	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
-	if err != nil {
-		return nil, nil, badInputf("cannot reach Temporal at %s: start 'longhaul dev' or pass --temporal HOST:PORT", f.temporal)
-	}
-	return schedule.New(c), c, nil
-}
-
-// withSchedules is a schedule subcommand's RunE: it dials Temporal for do
-// and maps the schedule package's errors to exit codes.
+// withSchedules is a schedule subcommand's RunE: it dials Temporal for do.
 func (a *app) withSchedules(conn *scheduleConn, do func(ctx context.Context, sc *schedule.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		return a.onSchedules(cmd.Context(), *conn, func(sc *schedule.Client) error { return do(cmd.Context(), sc, args) })
 	}
 }
 
-// onSchedules dials Temporal for do, once the input is checked, and maps
-// the schedule package's errors to exit codes.
+// onSchedules dials Temporal for do, once the input is checked.
 func (a *app) onSchedules(ctx context.Context, conn scheduleConn, do func(sc *schedule.Client) error) error {
-	sc, c, err := a.scheduleClient(ctx, conn)
+	if _, err := report.ParseFormat(conn.format); err != nil {
+		return badInputf("--format: %v", err)
+	}
+	c, err := a.dialTemporal(ctx, conn.temporal, conn.namespace, discard)
 	if err != nil {
-		return err
+		return badInputf("cannot reach Temporal at %s: start 'longhaul dev' or pass --temporal HOST:PORT", conn.temporal)
 	}
 	defer c.Close()
-	return scheduleErr(do(sc))
-}
-
-// scheduleErr maps the schedule package's errors to exit codes.
-func scheduleErr(err error) error {
-	if errors.Is(err, schedule.ErrNotFound) || errors.Is(err, schedule.ErrExists) || errors.Is(err, schedule.ErrInvalid) {
-		return badInput{err}
-	}
-	return err
+	return do(schedule.New(c))
 }
 
 // scheduleCompareFlags are create's flags for a nightly comparison
@@ -136,8 +115,7 @@ func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	in, err := schedule.CompareInput(f.file, p.Record, p.Input, sf.spec.Notice())
-	return in, scheduleErr(err)
+	return schedule.CompareInput(f.file, p.Record, p.Input, sf.spec.Notice())
 }
 
 func (a *app) scheduleCreateCmd() *cobra.Command {
@@ -202,11 +180,10 @@ func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFl
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	in, err := schedule.SoakInput(file, schedule.SoakPlan{
+	return schedule.SoakInput(file, schedule.SoakPlan{
 		Name: p.Scenario.Name, Source: p.Source, Dir: p.Dir, Duration: p.Duration, Window: p.Window,
 		Provider: sf.provider, TargetEnv: p.TargetEnv, FailOn: string(p.FailOn),
 	}, sf.spec.Notice())
-	return in, scheduleErr(err)
 }
 
 func (a *app) scheduleListCmd() *cobra.Command {
@@ -282,8 +259,7 @@ func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpec
 	if len(args) == 2 {
 		e.Replace = func() (workflows.ScheduledInput, error) { return a.scheduledInput(ctx, args[1], sf, changed) }
 	}
-	ch, err := schedule.NewChange(e)
-	return ch, scheduleErr(err)
+	return schedule.NewChange(e)
 }
 
 // scheduleSimpleCmd is pause, unpause, trigger or delete NAME.

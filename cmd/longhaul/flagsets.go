@@ -11,6 +11,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
@@ -230,4 +231,30 @@ func pushURLFlag(fs *pflag.FlagSet, p *string, what string) {
 
 func uiAddrFlag(fs *pflag.FlagSet, p *string, def, what string) {
 	fs.StringVar(p, "ui-addr", def, what+" ('off': no UI; a non-loopback address needs $LONGHAUL_UI_TOKEN)")
+}
+
+// failOnFlag is --fail-on, shared by the commands that start runs (run,
+// and schedules).
+type failOnFlag struct{ value string }
+
+func (f *failOnFlag) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.value, "fail-on", "", "fail the gate (exit 3) when a finding is at least this severe: warning, critical, or none (the default)")
+}
+
+// severity is the flag's severity ("" for none); a bad value is bad input.
+func (f failOnFlag) severity() (analysis.Severity, error) {
+	s, err := thresholds.ParseFailOn(f.value)
+	return s, asBadInput(err)
+}
+
+// storeFlags are the flags of every command that reads or writes results:
+// --data DIR (the data directory) and --store FILE|DSN (the result store).
+type storeFlags struct {
+	data  string
+	store string
+}
+
+func (f *storeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.data, "data", "", "data directory (default $XDG_DATA_HOME/longhaul or ~/.local/share/longhaul)")
+	fs.StringVar(&f.store, "store", "", "result store: a SQLite file or a postgres:// URL (default $LONGHAUL_STORE, else DATA/"+datadir.StoreFile+")")
 }

@@ -16,8 +16,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/history"
+	"github.com/longhaul-dev/longhaul/interop"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/schedule"
+	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
 // Exit codes.
@@ -25,6 +29,8 @@ const (
 	exitOK       = 0
 	exitFailed   = 1 // the run failed or was cancelled, or an internal error
 	exitBadInput = 2 // bad flags, bad files, unreachable target at start
+	exitGate     = 3 // run: completed, but a threshold failed or a finding met --fail-on
+	exitWorse    = 3 // compare: completed, --fail-on-worse was given and a metric is worse
 )
 
 // badInput marks an error as the user's to fix: exit code 2, one line.
@@ -97,8 +103,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return followed.Code
 	}
 	fmt.Fprintln(a.stderr, "longhaul:", err)
-	var bad badInput
-	if errors.As(err, &bad) || isCobraUsageError(err) {
+	if isBadInput(err) {
 		return exitBadInput
 	}
 	return exitFailed
@@ -136,6 +141,25 @@ func (a *app) rootCmd() *cobra.Command {
 		a.logsCmd(),
 	)
 	return root
+}
+
+// userErrors are the packages' errors that are the user's to fix (a name,
+// file, flag value or address), whichever command returns them: exit 2,
+// like badInput.
+var userErrors = []error{soakworker.ErrUnusable, schedule.ErrNotFound, schedule.ErrExists, schedule.ErrInvalid, interop.ErrBadInput, history.ErrUnknownMetric}
+
+// isBadInput: exit 2.
+func isBadInput(err error) bool {
+	var bad badInput
+	if errors.As(err, &bad) || isCobraUsageError(err) {
+		return true
+	}
+	for _, u := range userErrors {
+		if errors.Is(err, u) {
+			return true
+		}
+	}
+	return false
 }
 
 // isCobraUsageError recognises cobra's own argument errors (unknown command,

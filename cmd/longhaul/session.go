@@ -3,14 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/charts"
+	"github.com/longhaul-dev/longhaul/datadir"
+	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/provision"
@@ -148,4 +155,70 @@ func oneFile(command string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// dockerRouteEnv chooses how a worker reaches docker targets
+// (provision.Options.Route): unset or "auto" for inside the container's
+// network namespace where possible, "published-port" for docker's published
+// port (the route before issue 9; bench/docker compares the two), "netns"
+// to fail where the namespace route is impossible.
+const dockerRouteEnv = "LONGHAUL_DOCKER_ROUTE"
+
+// hostQueueEnv, when set, is the whole name of the worker's host queue
+// (soakworker.Config.HostQueue), overriding --host-id's.
+const hostQueueEnv = "LONGHAUL_HOST_QUEUE"
+
+// logger is the commands' slog logger: warnings and errors on stderr.
+func (a *app) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if a.getenv("LONGHAUL_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// startDevServer starts the embedded Temporal server on DATA/temporal.
+func (a *app) startDevServer(ctx context.Context, dataDir string, port int, log *slog.Logger) (*devserver.Server, error) {
+	s, err := devserver.Start(ctx, devserver.Options{
+		DataDir: filepath.Join(dataDir, datadir.TemporalDir), Port: port, Logger: log,
+	})
+	if err != nil {
+		return nil, badInput{err}
+	}
+	return s, nil
+}
+
+// dialTemporal connects to a Temporal frontend; an unreachable one is bad
+// input (the address is the user's).
+func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log *slog.Logger) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: hostPort, Namespace: namespace, Logger: sdklog.NewStructuredLogger(log),
+	})
+	if err != nil {
+		return nil, badInputf("cannot reach Temporal at %s (namespace %s): %v", hostPort, namespace, err)
+	}
+	return c, nil
+}
+
+// discard is a logger that drops everything.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// temporalWorkflow presents a submitted Temporal workflow to package follow,
+// which follows `run` and `compare` on the terminal.
+type temporalWorkflow struct {
+	c  client.Client
+	wr client.WorkflowRun
+}
+
+func (w temporalWorkflow) Wait(ctx context.Context) error { return w.wr.Get(ctx, nil) }
+
+func (w temporalWorkflow) Cancel(ctx context.Context) error {
+	return w.c.CancelWorkflow(ctx, w.wr.GetID(), w.wr.GetRunID())
+}
+
+// terminal is the app's terminal as package follow writes to it.
+func (a *app) terminal() follow.Terminal {
+	return follow.Terminal{Stdout: a.stdout, Stderr: a.stderr, Interrupts: a.interrupts}
 }
