@@ -74,15 +74,6 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	return p, a.launchErr(err)
 }
 
-// launchErr is a launch error as the user sees it: a scenario's problems
-// one per line, anything else one line; exit code 2 either way.
-func (a *app) launchErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return a.scenarioErrors(err)
-}
-
 // runSoak is longhaul run.
 func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func(string) bool) error {
 	p, err := a.planSoak(ctx, file, f, changed)

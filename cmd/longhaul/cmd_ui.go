@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -52,9 +53,6 @@ It binds to loopback by default. Binding to any other address needs a token
 
 func (a *app) ui(ctx context.Context, f uiFlags) error {
 	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
-		if f.token == "" {
-			f.token = a.getenv("LONGHAUL_UI_TOKEN")
-		}
 		var schedules charts.Schedules
 		if f.temporal != "" {
 			c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
@@ -64,7 +62,7 @@ func (a *app) ui(ctx context.Context, f uiFlags) error {
 			defer c.Close()
 			schedules = schedule.New(c).Summaries
 		}
-		ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: f.token, Log: a.logger(), Schedules: schedules})
+		ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: cmp.Or(f.token, a.getenv("LONGHAUL_UI_TOKEN")), Log: a.logger(), Schedules: schedules})
 		if err != nil {
 			return badInput{err}
 		}

@@ -15,22 +15,20 @@ import (
 	"github.com/longhaul-dev/longhaul/workflows"
 )
 
-// The flags that run, compare and schedule share are defined here once, a
-// set per concern; each command registers the sets that apply to it, so a
-// flag added to a set appears on every command that has the set:
+// The flags that run, compare and schedule share are defined once, a set
+// per concern, registered by every command the set applies to: a flag
+// added to a set appears wherever the set is. A flag's help says what it
+// does on its command (a schedule's act at each firing), so register takes
+// the command.
 //
-//	set           concern                          run  compare  schedule create/update
-//	clusterFlags  the Temporal cluster (--temporal)  ✓    ✓        ✓ (every subcommand)
-//	outputFlags   what is printed and served        ✓    ✓        --format only
-//	loadFlags     how long load runs, its windows   ✓    --window ✓
-//	envFlags      the environment provider and env  ✓    ✓        ✓
-//	sideFlags     the two builds of a comparison         ✓        create --compare
-//	roundFlags    a comparison's rounds and pairs        ✓        create --compare
-//
-// (--data and --store are storeFlags, --fail-on failOnFlag: every command
-// that reads results, or judges a gate, has them.) A flag's help says what
-// it does on the command it is registered on: a schedule's flags act at
-// each firing, so register takes the command.
+//	clusterFlags  --temporal --namespace         run, compare, schedule *
+//	outputFlags   --format, following the work   run, compare; schedule *: --format
+//	loadFlags     --duration --window            run, schedule create/update; compare: --window
+//	envFlags      --provider --target-env        run, schedule create/update; compare: --provider
+//	sideFlags     --a --b --a-image ...          compare, schedule create --compare
+//	roundFlags    --pairs --order --warmup ...   compare, schedule create --compare
+//	storeFlags    --data --store                 every command that reads or writes results
+//	failOnFlag    --fail-on                      run, report, schedule create/update
 
 // command is the command a flag set is registered on.
 type command int
@@ -219,8 +217,8 @@ func (f *roundFlags) register(fs *pflag.FlagSet, on command) {
 		"with --compare: foreign-load share above which a round is disturbed, or off"))
 }
 
-// verboseFlag, pushURLFlag and uiAddrFlag are flags that run, compare, dev,
-// worker and server share, each with its own default or subject.
+// verboseFlag, pushURLFlag and uiAddrFlag: run's and compare's flags that
+// dev, worker and server have too, with their own default or subject.
 func verboseFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "verbose", false, "also show Temporal's own log lines (SDK and server) on stderr; they are always in DATA/"+datadir.TemporalLogFile)
 }

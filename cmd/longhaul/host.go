@@ -30,16 +30,11 @@ func (a *app) startWorker(ctx context.Context, c client.Client, h *soakworker.Ho
 // dataDir resolves the data directory (package datadir).
 func (a *app) dataDir(dir string) (string, error) { return datadir.Resolve(dir, a.getenv) }
 
-// storeDSN resolves the store: --store, $LONGHAUL_STORE or DATA/longhaul.db.
-func (a *app) storeDSN(f storeFlags) (string, error) {
-	return datadir.StoreDSN(f.store, f.data, a.getenv)
-}
-
-// openStore opens the store that f names (creating a SQLite file and its
-// directory if needed). A store that cannot be opened is the user's to fix
+// openStore opens the store that f names: --store, $LONGHAUL_STORE or
+// DATA/longhaul.db (creating a SQLite file and its directory if needed). A store that cannot be opened is the user's to fix
 // (a bad path or URL): bad input.
 func (a *app) openStore(ctx context.Context, f storeFlags) (store.Store, string, error) {
-	dsn, err := a.storeDSN(f)
+	dsn, err := datadir.StoreDSN(f.store, f.data, a.getenv)
 	if err != nil {
 		return nil, "", badInput{err}
 	}

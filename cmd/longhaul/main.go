@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/longhaul-dev/longhaul/driver"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/history"
 	"github.com/longhaul-dev/longhaul/interop"
@@ -146,7 +147,7 @@ func (a *app) rootCmd() *cobra.Command {
 // userErrors are the packages' errors that are the user's to fix (a name,
 // file, flag value or address), whichever command returns them: exit 2,
 // like badInput.
-var userErrors = []error{soakworker.ErrUnusable, schedule.ErrNotFound, schedule.ErrExists, schedule.ErrInvalid, interop.ErrBadInput, history.ErrUnknownMetric}
+var userErrors = []error{soakworker.ErrUnusable, driver.ErrInvalid, schedule.ErrNotFound, schedule.ErrExists, schedule.ErrInvalid, interop.ErrBadInput, history.ErrUnknownMetric}
 
 // isBadInput: exit 2.
 func isBadInput(err error) bool {

@@ -25,24 +25,9 @@ import (
 	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
-// preflight refuses, before anything is recorded or started, an environment
-// this host cannot serve: no Docker engine or image, no database server
-// binaries, a target command that does not exist (provision.Preflight; the
-// same check as scenario validate). Only when this process is the worker:
-// other workers answer for their own hosts.
-func (a *app) preflight(ctx context.Context, cl clusterFlags, env scenarios.Environment, provider string) error {
-	if cl.temporal != "" {
-		return nil
-	}
-	if err := provision.Preflight(ctx, env, provider, provision.Options{Logger: discard, Route: a.getenv(dockerRouteEnv)}); err != nil {
-		return badInput{err}
-	}
-	return nil
-}
-
 // session is what run and compare hold while they submit and follow: the
-// host (store, data directory, logs) and a Temporal client — of --temporal, or of an
-// embedded server on the data directory with a worker in this process.
+// host (store, data directory, logs) and a Temporal client — of --temporal,
+// or of an embedded server on the data directory with a worker here.
 type session struct {
 	*soakworker.Host
 	c        client.Client
@@ -52,10 +37,17 @@ type session struct {
 }
 
 // start is how run and compare begin: the host's pre-flight check, the
-// session, and the ID of the record they are about to store.
+// session, and the ID of the record they are about to store. The check
+// (provision.Preflight, as scenario validate's) refuses, before anything is
+// recorded or started, an environment this host cannot serve: no Docker
+// engine or image, no database server binaries, a target command that does
+// not exist. Only when this process is the worker: other workers answer for
+// their own hosts.
 func (a *app) start(ctx context.Context, f submitFlags, env scenarios.Environment, provider string) (*session, string, error) {
-	if err := a.preflight(ctx, f.clusterFlags, env, provider); err != nil {
-		return nil, "", err
+	if f.temporal == "" {
+		if err := provision.Preflight(ctx, env, provider, provision.Options{Logger: discard, Route: a.getenv(dockerRouteEnv)}); err != nil {
+			return nil, "", badInput{err}
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
