@@ -5,15 +5,11 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -24,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
+	"github.com/longhaul-dev/longhaul/workflows/workflowstest"
 )
 
 var updateHistories = flag.Bool("update-histories", false, "regenerate workflows/testdata/soak-*.json against the embedded server")
@@ -243,26 +240,9 @@ func replaySetup(t *testing.T, timeout time.Duration, skip string) (context.Cont
 	return ctx, quiet, replayClient(ctx, t, quiet)
 }
 
+// writeHistory saves workflow id's history as workflows/testdata/FILE.
 func writeHistory(t *testing.T, c client.Client, id, file string) {
-	t.Helper()
-	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, e)
-	}
-	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "..", "workflows", "testdata", file)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s: %d events", path, len(h.Events))
+	workflowstest.SaveHistory(t, c, id, filepath.Join("..", "..", "workflows", "testdata", file))
 }
 
 // TestGenerateSlotsHistory records a soak that claims a measurement slot,
