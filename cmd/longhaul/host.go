@@ -31,8 +31,8 @@ func (a *app) startWorker(ctx context.Context, c client.Client, h *soakworker.Ho
 func (a *app) dataDir(dir string) (string, error) { return datadir.Resolve(dir, a.getenv) }
 
 // openStore opens the store that f names: --store, $LONGHAUL_STORE or
-// DATA/longhaul.db (creating a SQLite file and its directory if needed). A store that cannot be opened is the user's to fix
-// (a bad path or URL): bad input.
+// DATA/longhaul.db (creating a SQLite file and its directory if needed).
+// A store that cannot be opened is the user's to fix: bad input.
 func (a *app) openStore(ctx context.Context, f storeFlags) (store.Store, string, error) {
 	dsn, err := datadir.StoreDSN(f.store, f.data, a.getenv)
 	if err != nil {
