@@ -93,6 +93,9 @@ func TestRunStopRestart(t *testing.T) {
 	}
 	defer s.Stop()
 	step("started")
+	if err := CheckHealth(ctx, s.Address()); err != nil {
+		t.Errorf("CheckHealth of the running server: %v", err)
+	}
 	if got, want := s.Address(), "127.0.0.1:"+strconv.Itoa(opts.Port); got != want {
 		t.Errorf("Address() = %q, want %q", got, want)
 	}

@@ -25,18 +25,18 @@ type OutputFollower func(ctx context.Context, env json.RawMessage, source string
 // to stop when the run ends and to move to a new incarnation.
 const LogsPoll = time.Second
 
-// Logs writes a run's output to w: for a run that has ended, the output
-// kept with it (report.WriteLogs); for a live one, the end of what the
+// Logs writes a run's output to w: the output kept with it
+// (report.WriteLogs), or with live, while the run is live, the end of what the
 // process printed so far and then what it prints, like `tail -f`, until
 // the run ends. When the run's environment is replaced (a new incarnation)
 // it goes on with the new one after a header line. Secrets the scenario
 // resolved from ${env:NAME} are masked in every line, as in kept output.
-func Logs(ctx context.Context, st store.Store, runID string, q report.LogQuery, w io.Writer, follow OutputFollower, poll time.Duration) error {
+func Logs(ctx context.Context, st store.Store, runID string, q report.LogQuery, live bool, w io.Writer, follow OutputFollower, poll time.Duration) error {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return err
 	}
-	if run.Status.Done() || follow == nil {
+	if !live || run.Status.Done() || follow == nil {
 		return report.WriteLogs(ctx, st, runID, q, w)
 	}
 	if poll <= 0 {

@@ -64,7 +64,7 @@ func TestLogsFollowsALiveRun(t *testing.T) {
 	var out syncBuffer
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Logs(ctx, st, "r1", report.LogQuery{Source: "target"}, &out, follower, 20*time.Millisecond)
+		errc <- Logs(ctx, st, "r1", report.LogQuery{Source: "target"}, true, &out, follower, 20*time.Millisecond)
 	}()
 	if n := <-started; n != 1 {
 		t.Fatalf("followed incarnation %d first, want 1", n)
@@ -106,7 +106,7 @@ func TestLogsEndedRunAndFollowerError(t *testing.T) {
 		t.Error("an ended run was followed")
 		return nil
 	}
-	err := Logs(ctx, st, "done", report.LogQuery{Source: "target"}, io.Discard, never, time.Millisecond)
+	err := Logs(ctx, st, "done", report.LogQuery{Source: "target"}, true, io.Discard, never, time.Millisecond)
 	if !errors.Is(err, report.ErrNoLogs) {
 		t.Errorf("ended run without kept output: %v, want ErrNoLogs", err)
 	}
@@ -116,7 +116,7 @@ func TestLogsEndedRunAndFollowerError(t *testing.T) {
 	}
 	elsewhere := errors.New("the environment lives on host h2")
 	failing := func(context.Context, json.RawMessage, string, io.Writer) error { return elsewhere }
-	if err := Logs(ctx, st, "live", report.LogQuery{Source: "target"}, io.Discard, failing, time.Millisecond); !errors.Is(err, elsewhere) {
+	if err := Logs(ctx, st, "live", report.LogQuery{Source: "target"}, true, io.Discard, failing, time.Millisecond); !errors.Is(err, elsewhere) {
 		t.Errorf("follower error: %v, want %v", err, elsewhere)
 	}
 }

@@ -37,7 +37,7 @@ func WriteLogs(ctx context.Context, st store.Logs, runID string, q LogQuery, out
 		}
 	}
 	if len(picked) == 0 {
-		return fmt.Errorf("%w of the %s of run %s%s", ErrNoLogs, q.Source, runID, incarnationSuffix(q.Incarnation))
+		return fmt.Errorf("%w of the %s of run %s%s (kept when a provisioned environment is torn down; none for a target.url)", ErrNoLogs, q.Source, runID, incarnationSuffix(q.Incarnation))
 	}
 	for _, l := range picked {
 		if len(picked) > 1 {

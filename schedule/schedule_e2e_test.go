@@ -8,15 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -28,6 +24,7 @@ import (
 	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
+	"github.com/longhaul-dev/longhaul/workflows/workflowstest"
 )
 
 // rig is an embedded Temporal server, a worker that drives for real (a fake
@@ -434,25 +431,7 @@ var updateHistories = flag.Bool("update-histories", false, "regenerate workflows
 
 // writeHistory saves a workflow's history for workflows' replay test.
 func writeHistory(t *testing.T, c client.Client, id, file string) {
-	t.Helper()
-	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, e)
-	}
-	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "workflows", "testdata", file)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s: %d events", path, len(h.Events))
+	workflowstest.SaveHistory(t, c, id, filepath.Join("..", "workflows", "testdata", file))
 }
 
 // compareAction is a compare schedule's action: one pair of 2 s rounds,

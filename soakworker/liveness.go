@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -130,24 +131,28 @@ func SweepAtStart(ctx context.Context, sw provision.Sweeper, live Liveness) []st
 	return removed
 }
 
-// OpenSweepStore opens the store a sweep asks which runs are running. A
-// SQLite store that does not exist is refused, not created: an empty store
-// would call every run over and sweep them all. named says the user named
-// the store (--store or $LONGHAUL_STORE) rather than took the default. Its
-// errors are one line that says what to pass.
-func OpenSweepStore(ctx context.Context, dsn string, named bool) (store.Store, error) {
+// OpenSweepStore opens the store a sweep asks which runs are running:
+// --store storeFlag, else $LONGHAUL_STORE, else the one in the data
+// directory data (datadir.StoreDSN). A SQLite store that does not exist is
+// refused, not created: an empty store would call every run over and sweep
+// them all. Its errors are ErrUnusable, one line that says what to pass.
+func OpenSweepStore(ctx context.Context, storeFlag, data string, getenv func(string) string) (store.Store, error) {
+	dsn, err := datadir.StoreDSN(storeFlag, data, getenv)
+	if err != nil {
+		return nil, unusableError{err}
+	}
 	if !store.IsPostgres(dsn) {
 		if _, err := os.Stat(dsn); errors.Is(err, os.ErrNotExist) {
 			what := "the default store"
-			if named {
+			if storeFlag != "" || getenv("LONGHAUL_STORE") != "" {
 				what = "store"
 			}
-			return nil, fmt.Errorf("%s %s does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource", what, dsn)
+			return nil, unusableError{fmt.Errorf("%s %s does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource", what, dsn)}
 		}
 	}
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %v", err)
+		return nil, unusableError{fmt.Errorf("open store: %v", err)}
 	}
 	return st, nil
 }

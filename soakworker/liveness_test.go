@@ -156,25 +156,38 @@ func TestOpenSweepStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "none.db")
+	noEnv := func(string) string { return "" }
+	envStore := func(k string) string {
+		if k == "LONGHAUL_STORE" {
+			return missing
+		}
+		return ""
+	}
+	const pass = " does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource"
 	tests := []struct {
-		named   bool
-		wantErr string
+		name            string
+		storeFlag, data string
+		getenv          func(string) string
+		wantErr         string
 	}{
-		{false, "the default store " + missing + " does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource"},
-		{true, "store " + missing + " does not exist: pass --store DSN to say which runs are running, or --all to remove every longhaul resource"},
+		{"the data directory's", "", dir, noEnv, "the default store " + filepath.Join(dir, "longhaul.db") + pass},
+		{"--store", missing, dir, noEnv, "store " + missing + pass},
+		{"$LONGHAUL_STORE", "", dir, envStore, "store " + missing + pass},
 	}
 	for _, tt := range tests {
-		st, err := OpenSweepStore(ctx, missing, tt.named)
+		st, err := OpenSweepStore(ctx, tt.storeFlag, tt.data, tt.getenv)
 		if err == nil {
 			st.Close()
-			t.Fatalf("named %v: opened a store that does not exist", tt.named)
+			t.Fatalf("%s: opened a store that does not exist", tt.name)
 		}
-		if got := err.Error(); got != tt.wantErr {
-			t.Errorf("named %v: err %q, want %q", tt.named, got, tt.wantErr)
+		if got := err.Error(); got != tt.wantErr || !errors.Is(err, ErrUnusable) {
+			t.Errorf("%s: err %q, want %q (ErrUnusable)", tt.name, got, tt.wantErr)
 		}
 	}
-	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the refused store was created: %v", err)
+	for _, f := range []string{missing, filepath.Join(dir, "longhaul.db")} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the refused store %s was created: %v", f, err)
+		}
 	}
 	path := filepath.Join(dir, "longhaul.db")
 	created, err := store.Open(ctx, path)
@@ -182,7 +195,7 @@ func TestOpenSweepStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	created.Close()
-	st, err := OpenSweepStore(ctx, path, false)
+	st, err := OpenSweepStore(ctx, "", dir, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

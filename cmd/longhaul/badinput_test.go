@@ -3,8 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/longhaul-dev/longhaul/driver"
+	"github.com/longhaul-dev/longhaul/history"
+	"github.com/longhaul-dev/longhaul/interop"
+	"github.com/longhaul-dev/longhaul/schedule"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // A newcomer's slips get one line that says what to type, and exit 2.
@@ -35,13 +43,24 @@ func TestBadInputSaysWhatToType(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
+// The packages' errors that are the user's to fix are exit 2 from any
+// command, however wrapped; anything else is exit 1.
+func TestIsBadInput(t *testing.T) {
 	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"durration", "duration", 1}, {"pair", "pairs", 1}, {"widnow", "window", 2}, {"abc", "", 3}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		err  error
+		want bool
+	}{
+		{badInputf("--limit must be ≥ 1"), true},
+		{fmt.Errorf("create nightly: %w", schedule.ErrExists), true},
+		{fmt.Errorf("import: %w", interop.ErrBadInput), true},
+		{fmt.Errorf("metric: %w", history.ErrUnknownMetric), true},
+		{fmt.Errorf("drive: %w", driver.ErrInvalid), true},
+		{errors.New(`unknown command "rn" for "longhaul"`), true},
+		{errors.New("list runs: database is locked"), false},
+		{fmt.Errorf("read run: %w", store.ErrNotFound), false},
+	} {
+		if got := isBadInput(tt.err); got != tt.want {
+			t.Errorf("isBadInput(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }

@@ -67,34 +67,31 @@ func (a *app) analyze(ctx context.Context, id string, f analyzeFlags, warmupSet 
 	if err := opts.Check(); err != nil {
 		return badInput{err}
 	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	run, err := st.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return badInputf("no run %s in %s (see longhaul runs)", id, where)
-	}
-	if err != nil {
-		return fmt.Errorf("read run %s: %w", id, err)
-	}
-	sc := a.storedScenario(run)
-	if !warmupSet {
-		opts.Warmup = sc.Load.Warmup.D()
-	}
-	opts.Thresholds, opts.Where = sc.Thresholds, where
-	an, warnings, err := report.Reanalyze(ctx, st, run, opts)
-	for _, w := range warnings {
-		fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
-	}
-	if err != nil {
-		return err
-	}
-	if format == report.JSON {
-		return report.WriteAnalysisJSON(a.stdout, an)
-	}
-	return report.WriteAnalysisText(a.stdout, an)
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		run, err := st.GetRun(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return badInputf("no run %s in %s (see longhaul runs)", id, where)
+		}
+		if err != nil {
+			return fmt.Errorf("read run %s: %w", id, err)
+		}
+		sc := a.storedScenario(run)
+		if !warmupSet {
+			opts.Warmup = sc.Load.Warmup.D()
+		}
+		opts.Thresholds, opts.Where = sc.Thresholds, where
+		an, warnings, err := report.Reanalyze(ctx, st, run, opts)
+		for _, w := range warnings {
+			fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
+		}
+		if err != nil {
+			return err
+		}
+		if format == report.JSON {
+			return report.WriteAnalysisJSON(a.stdout, an)
+		}
+		return report.WriteAnalysisText(a.stdout, an)
+	})
 }
 
 // storedScenario is the run's stored scenario (report.StoredScenario),

@@ -2,48 +2,24 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/launch"
-	"github.com/longhaul-dev/longhaul/report"
-	"github.com/longhaul-dev/longhaul/workflows"
 )
 
 // defaultDecideOn is --decide-on's default: analysis.DefaultPrimary.
 const defaultDecideOn = "cpu,p50,p99,throughput"
 
-// exitWorse: the comparison completed, --fail-on-worse was given and a
-// metric is worse.
-const exitWorse = 3
-
 // compareFlags are the flags of longhaul compare.
 type compareFlags struct {
-	a, b           string
-	aImage, bImage string
-	aEnv, bEnv     []string
-	pairs          string
-	maxPairs       int
-	maxDuration    time.Duration
-	decideOn       string
-	order          string
-	roundDuration  time.Duration
-	window         time.Duration
-	warmup         time.Duration
-	equivalence    string
-	allowDiff      bool
-	rerunDisturbed bool
-	disturbedAbove string
-	provider       string
-	failOnWorse    bool
-	seed           uint64
-	clusterFlags
-	followFlags
-	storeFlags
+	failOnWorse bool
+	seed        uint64
+	sideFlags
+	roundFlags
+	loadFlags
+	envFlags
+	submitFlags
 }
 
 func (a *app) compareCmd() *cobra.Command {
@@ -78,31 +54,13 @@ input, 3 completed with --fail-on-worse and a metric worse.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.a, "a", "", "side A is this git ref of target.build")
-	fs.StringVar(&f.b, "b", "", "side B is this git ref of target.build")
-	fs.StringVar(&f.aImage, "a-image", "", "side A is this image (docker provider)")
-	fs.StringVar(&f.bImage, "b-image", "", "side B is this image (docker provider)")
-	fs.StringArrayVar(&f.aEnv, "a-env", nil, "KEY=VALUE added to side A's target environment (repeatable)")
-	fs.StringArrayVar(&f.bEnv, "b-env", nil, "KEY=VALUE added to side B's target environment (repeatable)")
-	fs.StringVar(&f.pairs, "pairs", "auto", "pairs of rounds, or auto: add pairs until the --decide-on metrics are decided (docs/statistics-sequential.md)")
-	fs.IntVar(&f.maxPairs, "max-pairs", analysis.DefaultMaxPairs, "with --pairs auto: the most pairs")
-	fs.DurationVar(&f.maxDuration, "max-duration", 0, "with --pairs auto: start no pair that would end later than this after the start (0: no limit)")
-	fs.StringVar(&f.decideOn, "decide-on", defaultDecideOn, "the primary metrics: their intervals share the joint coverage and --pairs auto stops when they are decided")
-	fs.StringVar(&f.order, "order", workflows.OrderABBA, "order of each pair's rounds: abba, ab or random")
-	fs.DurationVar(&f.roundDuration, "round-duration", 0, "length of one round (default: the scenario's load.duration)")
-	fs.DurationVar(&f.window, "window", 0, "length of one window (default: the scenario's load.window)")
-	fs.DurationVar(&f.warmup, "warmup", 0, "start of each round left out of its values (default: the scenario's load.warmup)")
-	fs.StringVar(&f.equivalence, "equivalence", strconv.Itoa(workflows.DefaultEquivalenceRequests), "requests of the response-equivalence check, or off")
-	fs.BoolVar(&f.allowDiff, "allow-diff", false, "compare the builds even when their responses differ")
-	fs.BoolVar(&f.rerunDisturbed, "rerun-disturbed", false, "rerun pairs with a round disturbed by foreign load on the host (at most --pairs reruns)")
-	fs.StringVar(&f.disturbedAbove, "disturbed-above", strconv.FormatFloat(workflows.DefaultDisturbedAbove, 'f', -1, 64),
-		"a round whose foreign load (CPU busy with neither the target, its database nor longhaul) is above this share of the host is disturbed, or off")
-	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker or auto (default: the scenario's)")
+	f.sideFlags.register(fs, onCompare)
+	f.roundFlags.register(fs, onCompare)
+	f.loadFlags.register(fs, onCompare)
+	f.envFlags.register(fs, onCompare)
+	f.submitFlags.register(fs, onCompare)
 	fs.BoolVar(&f.failOnWorse, "fail-on-worse", false, "exit 3 when the comparison completes and a metric is worse")
 	fs.Uint64Var(&f.seed, "seed", 0, "base seed of the request sequences (default: random)")
-	f.clusterFlags.register(fs)
-	f.followFlags.register(fs, "comparison", "rounds", "comparison")
-	f.storeFlags.register(fs)
 	return cmd
 }
 
@@ -125,41 +83,10 @@ func (a *app) compare(ctx context.Context, file string, f compareFlags, changed 
 	if err != nil {
 		return err
 	}
-	s, id, err := a.start(ctx, f.clusterFlags, f.followFlags, f.storeFlags, p.Environment, p.Record.Provider)
+	s, id, err := a.start(ctx, f.submitFlags, p.Environment, p.Record.Provider)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return a.launcher(s, f.followFlags, f.storeFlags).Compare(ctx, p, id, f.failOnWorse)
-}
-
-func (a *app) comparisonsCmd() *cobra.Command {
-	var f listFlags
-	cmd := &cobra.Command{
-		Use:     "comparisons",
-		Short:   "List comparisons, newest first",
-		Example: "  longhaul comparisons\n  longhaul comparisons --status completed --format json\n  longhaul comparisons --schedule nightly-ab",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.comparisons(cmd.Context(), f)
-		},
-	}
-	f.register(cmd.Flags(), "comparisons", "one comparison object")
-	return cmd
-}
-
-func (a *app) comparisons(ctx context.Context, f listFlags) error {
-	st, format, opts, err := a.openListing(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	cs, err := st.ListComparisons(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("list comparisons: %w", err)
-	}
-	if format == report.JSON {
-		return report.WriteComparisonsJSON(a.stdout, cs)
-	}
-	return report.WriteComparisonsText(a.stdout, cs)
+	return a.launcher(s, f.submitFlags).Compare(ctx, p, id, f.failOnWorse)
 }

@@ -57,22 +57,22 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 	if err := asBadInput(launch.CheckPushURL(f.pushURL)); err != nil {
 		return err
 	}
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr, f.verbose)
+	svc, err := a.openHost(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	srv, err := a.startDevServer(ctx, svc.dataDir, f.port, svc.lg.Temporal)
+	srv, err := a.startDevServer(ctx, svc.DataDir, f.port, svc.Logs.Temporal)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), svc.lg.Temporal)
+	c, err := a.dialTemporal(ctx, srv.Address(), srv.Namespace(), svc.Logs.Temporal)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ui, err := a.startUI(svc.store, f.uiAddr, true, schedule.New(c).Summaries)
+	ui, err := a.startUI(svc.Store, f.uiAddr, true, schedule.New(c).Summaries)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (a *app) dev(ctx context.Context, f devFlags) error {
 		defer w.Stop()
 		workerNote = "worker on " + w.HostQueue()
 	}
-	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), %s; store %s\n", srv.Address(), srv.Namespace(), workerNote, svc.where)
+	fmt.Fprintf(a.stdout, "temporal dev server at %s (namespace %s), %s; store %s\n", srv.Address(), srv.Namespace(), workerNote, svc.Where)
 	if ui != nil {
 		fmt.Fprintf(a.stdout, "longhaul UI at %s\n", ui.URL())
 	}

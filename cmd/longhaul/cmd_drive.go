@@ -9,11 +9,11 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/spf13/cobra"
 
-	"github.com/longhaul-dev/longhaul/driver"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/soakworker"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // driveFlags are the flags of longhaul drive.
@@ -83,25 +83,19 @@ func (a *app) drive(ctx context.Context, f driveFlags, changed func(string) bool
 		}
 		defer stopMetrics()
 	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	d.Metrics, d.Where = live, where
-	err = follow.FollowDrive(ctx, a.terminal(), st, d)
-	if errors.Is(err, driver.ErrInvalid) {
-		return badInput{err}
-	}
-	return err
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		d.Metrics, d.Where = live, where
+		return follow.FollowDrive(ctx, a.terminal(), st, d)
+	})
 }
 
-// scenarioErrors prints scenario problems one per line as file:line: message
-// (like longhaul scenario validate) and sets exit code 2.
-func (a *app) scenarioErrors(err error) error {
+// launchErr is a launch error as the user sees it: a scenario's problems
+// one per line as file:line: message (like longhaul scenario validate),
+// anything else one line; exit code 2 either way.
+func (a *app) launchErr(err error) error {
 	var errs scenarios.Errors
-	if !errors.As(err, &errs) {
-		return badInput{err}
+	if err == nil || !errors.As(err, &errs) {
+		return asBadInput(err)
 	}
 	for _, e := range errs {
 		fmt.Fprintln(a.stderr, e.Error())

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/longhaul-dev/longhaul/devserver"
 )
 
 // healthcheckCmd is for container health checks, where the image has no
@@ -21,15 +20,7 @@ func (a *app) healthcheckCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 			defer cancel()
-			c, err := client.DialContext(ctx, client.Options{HostPort: args[0], Logger: sdklog.NewStructuredLogger(discard)})
-			if err != nil {
-				return fmt.Errorf("temporal at %s: %v", args[0], err)
-			}
-			defer c.Close()
-			if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-				return fmt.Errorf("temporal at %s: %v", args[0], err)
-			}
-			return nil
+			return devserver.CheckHealth(ctx, args[0])
 		},
 	}
 }

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/history"
 	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // historyFlags are the flags of longhaul history.
@@ -47,22 +46,16 @@ rss_bytes, rows_read_per_request).`,
 			if f.last < 0 {
 				return badInputf("--last must be ≥ 0, got %d", f.last)
 			}
-			st, _, err := a.openStore(ctx, f.storeFlags)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			h, err := history.Build(ctx, st, args[0], history.Options{Metrics: f.metrics, Last: f.last})
-			if errors.Is(err, history.ErrUnknownMetric) {
-				return badInput{err}
-			}
-			if err != nil {
-				return err
-			}
-			if format == report.JSON {
-				return history.WriteJSON(a.stdout, h)
-			}
-			return history.WriteText(a.stdout, h)
+			return a.withStore(ctx, f.storeFlags, func(st store.Store, _ string) error {
+				h, err := history.Build(ctx, st, args[0], history.Options{Metrics: f.metrics, Last: f.last})
+				if err != nil {
+					return err
+				}
+				if format == report.JSON {
+					return history.WriteJSON(a.stdout, h)
+				}
+				return history.WriteText(a.stdout, h)
+			})
 		},
 	}
 	fs := cmd.Flags()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -59,29 +58,18 @@ Exit code: 0 imported, 2 bad input (no file, nothing usable).`,
 func (a *app) importK6(ctx context.Context, file string, f importFlags) error {
 	format, err := interop.ParseImportFlags(f.format, f.window)
 	if err != nil {
-		return interopErr(err)
-	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
 		return err
 	}
-	defer st.Close()
-	res, err := interop.ImportK6(ctx, st, file, interop.ImportOptions{Name: f.name, K6Options: interop.K6Options{Window: f.window}})
-	if err != nil {
-		return interopErr(interop.ImportError(file, res, err))
-	}
-	if format == report.JSON {
-		return interop.WriteImportJSON(a.stdout, res)
-	}
-	return interop.WriteImportText(a.stdout, res, where, f.window)
-}
-
-// interopErr maps the interop package's errors to exit codes.
-func interopErr(err error) error {
-	if errors.Is(err, interop.ErrBadInput) {
-		return badInput{err}
-	}
-	return err
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		res, err := interop.ImportK6(ctx, st, file, interop.ImportOptions{Name: f.name, K6Options: interop.K6Options{Window: f.window}})
+		if err != nil {
+			return interop.ImportError(file, res, err)
+		}
+		if format == report.JSON {
+			return interop.WriteImportJSON(a.stdout, res)
+		}
+		return interop.WriteImportText(a.stdout, res, where, f.window)
+	})
 }
 
 // exportFlags are the flags of longhaul export.
@@ -133,17 +121,14 @@ func (a *app) export(ctx context.Context, id string, f exportFlags) error {
 	if err != nil {
 		return badInputf("--format: %v", err)
 	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		warnings, err := interop.ExportID(ctx, a.stdout, st, id, interop.IDOptions{
+			Format: format, Op: f.op, Side: f.side, Where: where,
+			Warmup: func(run store.Run) time.Duration { return a.storedScenario(run).Load.Warmup.D() },
+		})
+		for _, w := range warnings {
+			fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
+		}
 		return err
-	}
-	defer st.Close()
-	warnings, err := interop.ExportID(ctx, a.stdout, st, id, interop.IDOptions{
-		Format: format, Op: f.op, Side: f.side, Where: where,
-		Warmup: func(run store.Run) time.Duration { return a.storedScenario(run).Load.Warmup.D() },
 	})
-	for _, w := range warnings {
-		fmt.Fprintf(a.stderr, "longhaul: %s\n", w)
-	}
-	return interopErr(err)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/longhaul-dev/longhaul/profiles"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // profileFlags are the flags of longhaul profile.
@@ -69,30 +70,27 @@ func (a *app) profile(ctx context.Context, id string, f profileFlags, set change
 			out = id + "-" + f.side + ".pb.gz"
 		}
 	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	file, err := os.Create(out)
-	if err != nil {
-		return badInputf("-o: %v", err)
-	}
-	n, err := profiles.Write(ctx, st, sel, file)
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	switch {
-	case errors.Is(err, profiles.ErrBadSelection):
-		os.Remove(out)
-		return badInputf("%s (in %s)", strings.TrimPrefix(err.Error(), profiles.ErrBadSelection.Error()+": "), where)
-	case errors.Is(err, profiles.ErrNone):
-		os.Remove(out)
-		return badInputf("no %s profiles of %s in that range (in %s): does its scenario have probes.profile?", sel.Kind, id, where)
-	case err != nil:
-		os.Remove(out)
-		return fmt.Errorf("write the profiles of %s: %w", id, err)
-	}
-	fmt.Fprintf(a.stdout, "wrote %s: %d %s profiles merged (go tool pprof %s)\n", out, n, sel.Kind, out)
-	return nil
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		file, err := os.Create(out)
+		if err != nil {
+			return badInputf("-o: %v", err)
+		}
+		n, err := profiles.Write(ctx, st, sel, file)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		switch {
+		case errors.Is(err, profiles.ErrBadSelection):
+			os.Remove(out)
+			return badInputf("%s (in %s)", strings.TrimPrefix(err.Error(), profiles.ErrBadSelection.Error()+": "), where)
+		case errors.Is(err, profiles.ErrNone):
+			os.Remove(out)
+			return badInputf("no %s profiles of %s in that range (in %s): does its scenario have probes.profile?", sel.Kind, id, where)
+		case err != nil:
+			os.Remove(out)
+			return fmt.Errorf("write the profiles of %s: %w", id, err)
+		}
+		fmt.Fprintf(a.stdout, "wrote %s: %d %s profiles merged (go tool pprof %s)\n", out, n, sel.Kind, out)
+		return nil
+	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // reportFlags are the flags of longhaul report.
@@ -54,21 +55,18 @@ func (a *app) report(ctx context.Context, id string, f reportFlags, failOnSet bo
 	if err != nil {
 		return err
 	}
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		switch {
+		case html:
+			err = charts.WriteStoredPage(ctx, a.stdout, st, id)
+		case failOnSet:
+			err = report.WriteStored(ctx, a.stdout, st, id, format, &failOn)
+		default:
+			err = report.WriteStored(ctx, a.stdout, st, id, format, nil)
+		}
+		if errors.Is(err, report.ErrNotStored) {
+			return badInputf("no run or comparison %s in %s (see longhaul runs, longhaul comparisons)", id, where)
+		}
 		return err
-	}
-	defer st.Close()
-	switch {
-	case html:
-		err = charts.WriteStoredPage(ctx, a.stdout, st, id)
-	case failOnSet:
-		err = report.WriteStored(ctx, a.stdout, st, id, format, &failOn)
-	default:
-		err = report.WriteStored(ctx, a.stdout, st, id, format, nil)
-	}
-	if errors.Is(err, report.ErrNotStored) {
-		return badInputf("no run or comparison %s in %s (see longhaul runs, longhaul comparisons)", id, where)
-	}
-	return err
+	})
 }

@@ -12,17 +12,13 @@ import (
 
 // runFlags are the flags of longhaul run.
 type runFlags struct {
-	duration  time.Duration
-	window    time.Duration
-	protocol  string
-	provider  string
-	targetEnv []string
-	pushURL   string
-	failOn    failOnFlag
-	hostWait  time.Duration
-	clusterFlags
-	followFlags
-	storeFlags
+	protocol string
+	pushURL  string
+	failOn   failOnFlag
+	hostWait time.Duration
+	loadFlags
+	envFlags
+	submitFlags
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -58,17 +54,13 @@ input, 3 completed but the gate failed.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.DurationVar(&f.duration, "duration", 0, "how long to drive load (default: the scenario's load.duration)")
-	fs.DurationVar(&f.window, "window", 0, "length of one result window (default: the scenario's load.window)")
-	fs.StringVar(&f.provider, "provider", "", "environment provider: local, docker, auto, or url (drive the scenario's running environment.target.url, start nothing) (default: the scenario's)")
-	fs.StringArrayVar(&f.targetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable)")
+	f.loadFlags.register(fs, onRun)
+	f.envFlags.register(fs, onRun)
+	f.submitFlags.register(fs, onRun)
 	fs.StringVar(&f.protocol, "protocol", "", "how the driver speaks HTTP: h1, h2 (over TLS) or h2c (default: the scenario's environment.protocol)")
 	pushURLFlag(fs, &f.pushURL, "push the run's live metrics after every window to URL")
 	fs.DurationVar(&f.hostWait, "host-wait", workflows.DefaultHostWait, "how long the run waits for its host's worker to come back before it is provisioned again on another host")
 	f.failOn.register(fs)
-	f.clusterFlags.register(fs)
-	f.followFlags.register(fs, "run", "windows", "report")
-	f.storeFlags.register(fs)
 	return cmd
 }
 
@@ -82,25 +74,16 @@ func (a *app) planSoak(ctx context.Context, file string, f runFlags, changed fun
 	return p, a.launchErr(err)
 }
 
-// launchErr is a launch error as the user sees it: a scenario's problems
-// one per line, anything else one line; exit code 2 either way.
-func (a *app) launchErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return a.scenarioErrors(err)
-}
-
 // runSoak is longhaul run.
 func (a *app) runSoak(ctx context.Context, file string, f runFlags, changed func(string) bool) error {
 	p, err := a.planSoak(ctx, file, f, changed)
 	if err != nil {
 		return err
 	}
-	s, id, err := a.start(ctx, f.clusterFlags, f.followFlags, f.storeFlags, p.Scenario.Environment, f.provider)
+	s, id, err := a.start(ctx, f.submitFlags, p.Scenario.Environment, f.provider)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return a.launcher(s, f.followFlags, f.storeFlags).Soak(ctx, p, id)
+	return a.launcher(s, f.submitFlags).Soak(ctx, p, id)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,46 +31,25 @@ func (f *listFlags) register(fs *pflag.FlagSet, what, jsonLine string) {
 	f.storeFlags.register(fs)
 }
 
-// openListing checks the filters and opens the store they list from.
-func (a *app) openListing(ctx context.Context, f listFlags) (store.Store, report.Format, store.ListOptions, error) {
-	format, opts, err := report.ParseList(report.ListFilter{Format: f.format, Status: f.status, Name: f.name, Schedule: f.schedule, Limit: f.limit})
-	if err != nil {
-		return nil, "", store.ListOptions{}, badInput{err}
-	}
-	st, _, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
-		return nil, "", store.ListOptions{}, err
-	}
-	return st, format, opts, nil
-}
-
-func (a *app) runsCmd() *cobra.Command {
+// listCmd is longhaul runs or longhaul comparisons: what the store holds of
+// l, newest first.
+func (a *app) listCmd(l report.Listing, example, jsonLine string) *cobra.Command {
 	var f listFlags
 	cmd := &cobra.Command{
-		Use:     "runs",
-		Short:   "List runs, newest first",
-		Example: "  longhaul runs\n  longhaul runs --status failed --format json\n  longhaul runs --schedule nightly",
+		Use:     string(l),
+		Short:   "List " + string(l) + ", newest first",
+		Example: example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.runs(cmd.Context(), f)
+			format, opts, err := report.ParseList(report.ListFilter{Format: f.format, Status: f.status, Name: f.name, Schedule: f.schedule, Limit: f.limit})
+			if err != nil {
+				return badInput{err}
+			}
+			return a.withStore(cmd.Context(), f.storeFlags, func(st store.Store, _ string) error {
+				return report.WriteList(cmd.Context(), a.stdout, st, l, format, opts, time.Now())
+			})
 		},
 	}
-	f.register(cmd.Flags(), "runs", "one object")
+	f.register(cmd.Flags(), string(l), jsonLine)
 	return cmd
-}
-
-func (a *app) runs(ctx context.Context, f listFlags) error {
-	st, format, opts, err := a.openListing(ctx, f)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rs, err := st.ListRuns(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("list runs: %w", err)
-	}
-	if format == report.JSON {
-		return report.WriteRunsJSON(a.stdout, rs)
-	}
-	return report.WriteRunsText(a.stdout, rs, time.Now())
 }

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.temporal.io/sdk/client"
 
-	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/charts"
-	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/schedule"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -20,36 +14,42 @@ import (
 
 // scheduleConn are the flags every schedule subcommand has.
 type scheduleConn struct {
-	temporal  string
-	namespace string
-	format    string
+	clusterFlags
+	outputFlags
 }
 
 func (f *scheduleConn) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.temporal, "temporal", fmt.Sprintf("127.0.0.1:%d", devserver.DefaultPort), "Temporal frontend HOST:PORT: a cluster, or 'longhaul dev' (which must be running for a schedule to fire)")
-	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
-	fs.StringVar(&f.format, "format", "text", "output: text or json")
+	f.clusterFlags.register(fs, onSchedule)
+	f.outputFlags.register(fs, onSchedule)
 }
 
-// scheduleSpecFlags are the spec flags of create and update.
+// scheduleSpecFlags are the spec flags of create and update, and those of
+// the soak each firing starts.
 type scheduleSpecFlags struct {
-	schedule.Flags
+	spec   schedule.Flags // the spec and notifications; the soak's are below
 	failOn failOnFlag
+	loadFlags
+	envFlags
 }
 
 func (f *scheduleSpecFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&f.Cron, "cron", nil, `when to fire, a cron expression in --tz (repeatable): "0 2 * * *", "@daily", "@every 6h"`)
-	fs.StringVar(&f.TimeZone, "tz", "", "time zone of --cron (IANA name, default UTC)")
-	fs.DurationVar(&f.Jitter, "jitter", 0, "delay each firing by a random time up to this")
-	fs.StringVar(&f.Overlap, "overlap", "", "when a run is still going at the next firing: skip (default; recorded), buffer-one or cancel-other")
-	fs.DurationVar(&f.Catchup, "catchup", 0, "run a firing missed while the server was down if it is back within this (default 1h)")
-	fs.StringVar(&f.Notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point (with --compare: when the comparison fails, a verdict is worse, or its B/A ratios show a new change point)")
-	fs.StringVar(&f.UIURL, "ui-url", "http://"+charts.DefaultAddr, "base URL of the browser UI, for the links in notifications")
+	fs.StringArrayVar(&f.spec.Cron, "cron", nil, `when to fire, a cron expression in --tz (repeatable): "0 2 * * *", "@daily", "@every 6h"`)
+	fs.StringVar(&f.spec.TimeZone, "tz", "", "time zone of --cron (IANA name, default UTC)")
+	fs.DurationVar(&f.spec.Jitter, "jitter", 0, "delay each firing by a random time up to this")
+	fs.StringVar(&f.spec.Overlap, "overlap", "", "when a run is still going at the next firing: skip (default; recorded), buffer-one or cancel-other")
+	fs.DurationVar(&f.spec.Catchup, "catchup", 0, "run a firing missed while the server was down if it is back within this (default 1h)")
+	fs.StringVar(&f.spec.Notify, "notify", "", "POST a JSON notification to this URL when a run ends with a warning or worse, fails, or shows a new change point (with --compare: when the comparison fails, a verdict is worse, or its B/A ratios show a new change point)")
+	fs.StringVar(&f.spec.UIURL, "ui-url", "http://"+charts.DefaultAddr, "base URL of the browser UI, for the links in notifications")
 	f.failOn.register(fs)
-	fs.DurationVar(&f.Duration, "duration", 0, "how long each run drives load (default: the scenario's load.duration)")
-	fs.DurationVar(&f.Window, "window", 0, "length of one result window (default: the scenario's load.window)")
-	fs.StringVar(&f.Provider, "provider", "", "environment provider: local, docker, auto or url (default: the scenario's)")
-	fs.StringArrayVar(&f.TargetEnv, "target-env", nil, "KEY=VALUE added to the target's environment (repeatable; on update, added to the schedule's)")
+	f.loadFlags.register(fs, onSchedule)
+	f.envFlags.register(fs, onSchedule)
+}
+
+// values are the flags as package schedule takes them.
+func (f scheduleSpecFlags) values() schedule.Flags {
+	v := f.spec
+	v.FailOn, v.Duration, v.Window, v.Provider, v.TargetEnv = f.failOn.value, f.duration, f.window, f.provider, f.targetEnv
+	return v
 }
 
 func (a *app) scheduleCmd() *cobra.Command {
@@ -73,83 +73,49 @@ or a cluster (--temporal). They fire only while that server and a worker run.`,
 	return cmd
 }
 
-// scheduleClient dials Temporal for a schedule subcommand.
-func (a *app) scheduleClient(ctx context.Context, f scheduleConn) (*schedule.Client, client.Client, error) {
-	if _, err := report.ParseFormat(f.format); err != nil {
-		return nil, nil, badInputf("--format: %v", err)
-	}
-	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
-	if err != nil {
-		return nil, nil, badInputf("cannot reach Temporal at %s: start 'longhaul dev' or pass --temporal HOST:PORT", f.temporal)
-	}
-	return schedule.New(c), c, nil
-}
-
-// withSchedules is a schedule subcommand's RunE: it dials Temporal for do
-// and maps the schedule package's errors to exit codes.
+// withSchedules is a schedule subcommand's RunE: it dials Temporal for do.
 func (a *app) withSchedules(conn *scheduleConn, do func(ctx context.Context, sc *schedule.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		return a.onSchedules(cmd.Context(), *conn, func(sc *schedule.Client) error { return do(cmd.Context(), sc, args) })
 	}
 }
 
-// onSchedules dials Temporal for do, once the input is checked, and maps
-// the schedule package's errors to exit codes.
+// onSchedules dials Temporal for do, once the input is checked.
 func (a *app) onSchedules(ctx context.Context, conn scheduleConn, do func(sc *schedule.Client) error) error {
-	sc, c, err := a.scheduleClient(ctx, conn)
+	if _, err := report.ParseFormat(conn.format); err != nil {
+		return badInputf("--format: %v", err)
+	}
+	c, err := a.dialTemporal(ctx, conn.temporal, conn.namespace, discard)
 	if err != nil {
-		return err
+		return badInputf("cannot reach Temporal at %s: start 'longhaul dev' or pass --temporal HOST:PORT", conn.temporal)
 	}
 	defer c.Close()
-	return scheduleErr(do(sc))
-}
-
-// scheduleErr maps the schedule package's errors to exit codes.
-func scheduleErr(err error) error {
-	if errors.Is(err, schedule.ErrNotFound) || errors.Is(err, schedule.ErrExists) || errors.Is(err, schedule.ErrInvalid) {
-		return badInput{err}
-	}
-	return err
+	return do(schedule.New(c))
 }
 
 // scheduleCompareFlags are create's flags for a nightly comparison
 // (--compare FILE): those of longhaul compare that a schedule keeps.
 type scheduleCompareFlags struct {
 	file string
-	cf   compareFlags
+	sideFlags
+	roundFlags
 }
 
 func (f *scheduleCompareFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.file, "compare", "", "each firing compares two builds of the scenario in this file (longhaul compare) instead of a soak")
-	fs.StringVar(&f.cf.a, "a", "", "with --compare: side A is this git ref of target.build (resolved at each firing)")
-	fs.StringVar(&f.cf.b, "b", "", "with --compare: side B is this git ref of target.build (resolved at each firing)")
-	fs.StringVar(&f.cf.aImage, "a-image", "", "with --compare: side A is this image")
-	fs.StringVar(&f.cf.bImage, "b-image", "", "with --compare: side B is this image")
-	fs.StringArrayVar(&f.cf.aEnv, "a-env", nil, "with --compare: KEY=VALUE added to side A's target environment")
-	fs.StringArrayVar(&f.cf.bEnv, "b-env", nil, "with --compare: KEY=VALUE added to side B's target environment")
-	fs.StringVar(&f.cf.pairs, "pairs", strconv.Itoa(workflows.DefaultPairs), "with --compare: pairs of rounds, or auto (until decided, at most 10)")
-	fs.StringVar(&f.cf.order, "order", workflows.OrderABBA, "with --compare: order of each pair's rounds: abba, ab or random")
-	fs.DurationVar(&f.cf.roundDuration, "round-duration", 0, "with --compare: length of one round (default: the scenario's load.duration)")
-	fs.DurationVar(&f.cf.warmup, "warmup", 0, "with --compare: start of each round left out of its values")
-	fs.StringVar(&f.cf.equivalence, "equivalence", strconv.Itoa(workflows.DefaultEquivalenceRequests), "with --compare: requests of the response-equivalence check, or off")
-	fs.BoolVar(&f.cf.allowDiff, "allow-diff", false, "with --compare: compare the builds even when their responses differ")
-	fs.BoolVar(&f.cf.rerunDisturbed, "rerun-disturbed", false, "with --compare: rerun pairs with a disturbed round")
-	fs.StringVar(&f.cf.disturbedAbove, "disturbed-above", strconv.FormatFloat(workflows.DefaultDisturbedAbove, 'f', -1, 64), "with --compare: foreign-load share above which a round is disturbed, or off")
+	f.sideFlags.register(fs, onScheduleCompare)
+	f.roundFlags.register(fs, onScheduleCompare)
 }
 
 // compareInput validates --compare FILE and the compare flags as
 // `longhaul compare` does and turns them into the schedule's action.
 func (a *app) compareInput(f scheduleCompareFlags, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
-	cf := f.cf
-	cf.window, cf.provider, cf.followFlags.format = sf.Window, sf.Provider, "text"
-	cf.temporal = "schedule" // ${env:...} resolve on the worker
-	cf.maxPairs, cf.decideOn = analysis.DefaultMaxPairs, defaultDecideOn
+	cf := compareFlags{sideFlags: f.sideFlags, roundFlags: f.roundFlags, loadFlags: sf.loadFlags, envFlags: sf.envFlags, submitFlags: scheduled()}
 	p, err := a.planCompare(f.file, cf, changed)
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	in, err := schedule.CompareInput(f.file, p.Record, p.Input, sf.Notice())
-	return in, scheduleErr(err)
+	return schedule.CompareInput(f.file, p.Record, p.Input, sf.spec.Notice())
 }
 
 func (a *app) scheduleCreateCmd() *cobra.Command {
@@ -175,7 +141,7 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 			if err := schedule.ValidateName(name); err != nil {
 				return badInput{err}
 			}
-			spec := sf.Spec()
+			spec := sf.spec.Spec()
 			if err := spec.Validate(); err != nil {
 				return badInput{err}
 			}
@@ -207,21 +173,17 @@ func (a *app) scheduleCreateCmd() *cobra.Command {
 // scheduledInput validates FILE and the run flags as `longhaul run` does and
 // turns them into the schedule's action.
 func (a *app) scheduledInput(ctx context.Context, file string, sf scheduleSpecFlags, changed func(string) bool) (workflows.ScheduledInput, error) {
-	// temporal is set so that planSoak leaves ${env:...} to the worker.
 	// A schedule has no --host-wait: its soaks wait the default
 	// (SoakInput.HostWait 0).
-	rf := runFlags{duration: sf.Duration, window: sf.Window, provider: sf.Provider, targetEnv: sf.TargetEnv, failOn: sf.failOn,
-		followFlags: followFlags{format: "text"}, clusterFlags: clusterFlags{temporal: "schedule"},
-		hostWait: workflows.DefaultHostWait}
+	rf := runFlags{loadFlags: sf.loadFlags, envFlags: sf.envFlags, failOn: sf.failOn, submitFlags: scheduled(), hostWait: workflows.DefaultHostWait}
 	p, err := a.planSoak(ctx, file, rf, changed)
 	if err != nil {
 		return workflows.ScheduledInput{}, err
 	}
-	in, err := schedule.SoakInput(file, schedule.SoakPlan{
+	return schedule.SoakInput(file, schedule.SoakPlan{
 		Name: p.Scenario.Name, Source: p.Source, Dir: p.Dir, Duration: p.Duration, Window: p.Window,
-		Provider: sf.Provider, TargetEnv: p.TargetEnv, FailOn: string(p.FailOn),
-	}, sf.Notice())
-	return in, scheduleErr(err)
+		Provider: sf.provider, TargetEnv: p.TargetEnv, FailOn: string(p.FailOn),
+	}, sf.spec.Notice())
 }
 
 func (a *app) scheduleListCmd() *cobra.Command {
@@ -293,13 +255,11 @@ func (a *app) scheduleUpdateCmd() *cobra.Command {
 // scheduleChange turns update's flags into a schedule.Change: only the
 // flags given change anything; FILE (args[1]) replaces the scenario.
 func (a *app) scheduleChange(ctx context.Context, args []string, sf scheduleSpecFlags, changed func(string) bool) (schedule.Change, error) {
-	sf.FailOn = sf.failOn.value // --fail-on is run's flag, registered by failOnFlag
-	e := sf.Edit(changed)
+	e := sf.values().Edit(changed)
 	if len(args) == 2 {
 		e.Replace = func() (workflows.ScheduledInput, error) { return a.scheduledInput(ctx, args[1], sf, changed) }
 	}
-	ch, err := schedule.NewChange(e)
-	return ch, scheduleErr(err)
+	return schedule.NewChange(e)
 }
 
 // scheduleSimpleCmd is pause, unpause, trigger or delete NAME.

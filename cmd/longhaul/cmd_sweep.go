@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 
@@ -9,7 +8,6 @@ import (
 
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/soakworker"
-	"github.com/longhaul-dev/longhaul/store"
 )
 
 // sweepCmd removes the environments of runs that are over: labelled docker
@@ -48,7 +46,7 @@ the store.`,
 			logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			isRunning := func(string) bool { return false }
 			if !all {
-				st, err := a.openSweepStore(ctx, sf)
+				st, err := soakworker.OpenSweepStore(ctx, sf.store, sf.data, a.getenv)
 				if err != nil {
 					return err
 				}
@@ -79,18 +77,4 @@ the store.`,
 	f.StringArrayVar(&runs, "run", nil, "sweep only this run (repeatable)")
 	sf.register(f)
 	return cmd
-}
-
-// openSweepStore opens the store that says which runs are running
-// (soakworker.OpenSweepStore).
-func (a *app) openSweepStore(ctx context.Context, f storeFlags) (store.Store, error) {
-	dsn, err := a.storeDSN(f)
-	if err != nil {
-		return nil, badInput{err}
-	}
-	st, err := soakworker.OpenSweepStore(ctx, dsn, f.store != "" || a.getenv("LONGHAUL_STORE") != "")
-	if err != nil {
-		return nil, badInput{err}
-	}
-	return st, nil
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/longhaul-dev/longhaul/charts"
 	"github.com/longhaul-dev/longhaul/schedule"
@@ -52,36 +52,25 @@ It binds to loopback by default. Binding to any other address needs a token
 }
 
 func (a *app) ui(ctx context.Context, f uiFlags) error {
-	st, where, err := a.openStore(ctx, f.storeFlags)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if f.token == "" {
-		f.token = a.getenv("LONGHAUL_UI_TOKEN")
-	}
-	var schedules charts.Schedules
-	if f.temporal != "" {
-		c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
-		if err != nil {
-			return err
+	return a.withStore(ctx, f.storeFlags, func(st store.Store, where string) error {
+		var schedules charts.Schedules
+		if f.temporal != "" {
+			c, err := a.dialTemporal(ctx, f.temporal, f.namespace, discard)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			schedules = schedule.New(c).Summaries
 		}
-		defer c.Close()
-		schedules = schedule.New(c).Summaries
-	}
-	ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: f.token, Log: a.logger(), Schedules: schedules})
-	if err != nil {
-		return badInput{err}
-	}
-	defer ui.Close()
-	fmt.Fprintf(a.stdout, "longhaul UI at %s (store %s); Ctrl-C stops it\n", ui.URL(), where)
-	a.untilInterrupted(ctx)
-	return nil
-}
-
-// uiAddrFlag registers --ui-addr for run and dev.
-func uiAddrFlag(fs *pflag.FlagSet, p *string, def, what string) {
-	fs.StringVar(p, "ui-addr", def, what+" ('off': no UI; a non-loopback address needs $LONGHAUL_UI_TOKEN)")
+		ui, err := charts.Listen(charts.Options{Store: st, Addr: f.addr, Token: cmp.Or(f.token, a.getenv("LONGHAUL_UI_TOKEN")), Log: a.logger(), Schedules: schedules})
+		if err != nil {
+			return badInput{err}
+		}
+		defer ui.Close()
+		fmt.Fprintf(a.stdout, "longhaul UI at %s (store %s); Ctrl-C stops it\n", ui.URL(), where)
+		a.untilInterrupted(ctx)
+		return nil
+	})
 }
 
 // startUI serves the UI for a command that runs soaks, with the schedules

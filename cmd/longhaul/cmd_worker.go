@@ -63,12 +63,12 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.slots < 1 {
 		return badInputf("--slots must be at least 1, got %d", f.slots)
 	}
-	svc, err := a.openServices(ctx, f.storeFlags, f.metricsAddr, f.verbose)
+	svc, err := a.openHost(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, svc.lg.Temporal)
+	c, err := a.dialTemporal(ctx, f.temporal, f.namespace, svc.Logs.Temporal)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (a *app) worker(ctx context.Context, f workerFlags) error {
 	if f.slots != 1 {
 		slots = fmt.Sprintf("%d measurement slots", f.slots)
 	}
-	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s, %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), slots, svc.where)
+	fmt.Fprintf(a.stdout, "worker on %s (namespace %s), queues longhaul and %s, %s; store %s\n", f.temporal, f.namespace, w.HostQueue(), slots, svc.Where)
 	a.untilInterrupted(ctx)
 	fmt.Fprintln(a.stderr, "longhaul: stopping the worker; its runs resume on the next worker of this host")
 	return nil

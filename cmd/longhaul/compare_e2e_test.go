@@ -27,15 +27,7 @@ import (
 // (GET /items, the one DEMO_RESPONSE_VARIANT changes) and a create op.
 func compareScenario(t *testing.T, bin string) string {
 	t.Helper()
-	return writeScenario(t, fmt.Sprintf(`name: e2e-compare
-load: {vus: 4, duration: 4s, window: 1s, warmup: 1s, timeout: 5s}
-environment:
-  provider: local
-  target:
-    command: [%q]
-    health: /health
-    health_timeout: 30s
-ops:
+	return writeScenario(t, localYAML("e2e-compare", "{vus: 4, duration: 4s, window: 1s, warmup: 1s, timeout: 5s}", bin, "30s")+`ops:
   - name: list
     weight: 3
     request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
@@ -48,7 +40,7 @@ ops:
     expect: {status: [201]}
 probes:
   process: true
-`, bin))
+`)
 }
 
 // compareRun is one finished in-process `longhaul compare`.
@@ -138,12 +130,7 @@ func (r compareRun) verdict(metric string) (outcome string, ok bool) {
 // a completed run with windows, and `longhaul comparisons` and `longhaul
 // report ID` (text and JSON) show the stored comparison.
 func TestCompareLocalCPUBurn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end comparison")
-	}
-	bin := buildDemoTarget(t)
-	file := compareScenario(t, bin)
-	data := t.TempDir()
+	file, data := demoCompare(t)
 	r := runCompare(t, 4*time.Minute, file, "--data", data, "--pairs", "3", "--b-env", "DEMO_CPU_BURN_US=400",
 		"--equivalence", "50", "--fail-on-worse", "--seed", "7",
 		// The machine is shared: other work may take more than a quarter
@@ -209,12 +196,7 @@ func TestCompareLocalCPUBurn(t *testing.T) {
 // path, and the comparison fails (exit 1) before any timed round. With
 // --allow-diff it goes on.
 func TestCompareResponseVariant(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end comparison")
-	}
-	bin := buildDemoTarget(t)
-	file := compareScenario(t, bin)
-	data := t.TempDir()
+	file, data := demoCompare(t)
 	r := runCompare(t, 2*time.Minute, file, "--data", data, "--pairs", "1", "--b-env", "DEMO_RESPONSE_VARIANT=1", "--equivalence", "40")
 	if r.code != exitFailed {
 		t.Fatalf("exit %d, want %d; stderr:\n%s\nstdout:\n%s", r.code, exitFailed, r.stderr, r.stdout)
@@ -406,12 +388,7 @@ probes:
 // completes (with a gap for the window the kill cut), the first round is
 // not run again, and the comparison completes with its verdicts.
 func TestCompareWorkerKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end comparison with kill -9")
-	}
-	bin := buildDemoTarget(t)
-	file := compareScenario(t, bin)
-	data := t.TempDir()
+	file, data := demoCompare(t)
 	_, addr := startDev(t, data, "--worker=false")
 	w1 := startWorker(t, addr, data)
 	wait := startCompare(t, 4*time.Minute, file, "--temporal", addr, "--data", data, "--pairs", "1",
@@ -494,12 +471,8 @@ ops:
 // first rounds are kept, marked superseded, and the verdicts say why they
 // are inconclusive.
 func TestCompareRerunDisturbed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end comparison")
-	}
-	bin := buildDemoTarget(t)
-	file := compareScenario(t, bin)
-	r := runCompare(t, 3*time.Minute, file, "--data", t.TempDir(), "--pairs", "1", "--round-duration", "3s",
+	file, data := demoCompare(t)
+	r := runCompare(t, 3*time.Minute, file, "--data", data, "--pairs", "1", "--round-duration", "3s",
 		"--equivalence", "off", "--disturbed-above", "0.0001", "--rerun-disturbed")
 	if r.code != exitOK || r.obj.Status != store.Completed || r.obj.Equivalence.Status != "skipped" {
 		t.Fatalf("exit %d, status %s (%s), equivalence %s; stderr:\n%s", r.code, r.obj.Status, r.obj.Reason, r.obj.Equivalence.Status, r.stderr)

@@ -613,14 +613,6 @@ func TestDemoWorkerKillDocker(t *testing.T) {
 	})
 }
 
-// startWorker starts `longhaul worker` on addr with data directory data.
-func startWorker(t *testing.T, addr, data string) *proc {
-	t.Helper()
-	w := startProc(t, "worker", "--temporal", addr, "--data", data)
-	w.waitFor("worker on", time.Minute)
-	return w
-}
-
 // TestWorkerStartSweeps: a worker's start (here the in-process worker of
 // `longhaul run`) removes the environments of runs its store knows to be
 // over, and keeps those of running runs and of runs it does not know (they

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,30 +21,12 @@ import (
 // window of `longhaul run`, analysis at the end, findings in the report and
 // the store, `longhaul analyze`, and bad probe configuration.
 
-// buildDemoTarget builds examples/demo-target into a directory of t's.
-func buildDemoTarget(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "demo-target")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/demo-target").CombinedOutput(); err != nil {
-		t.Fatalf("build the demo target: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // demoScenario soaks the demo target (local provider, SQLite) for 16 s in
 // 1 s windows with the process probe, the passive heap metric every window
 // and a forced-GC checkpoint every 3.
 func demoScenario(t *testing.T, bin string) string {
 	t.Helper()
-	return writeScenario(t, fmt.Sprintf(`name: e2e-findings
-load: {vus: 4, duration: 16s, window: 1s, warmup: 1s, timeout: 5s}
-environment:
-  provider: local
-  target:
-    command: [%q]
-    health: /health
-    health_timeout: 30s
-ops:
+	return writeScenario(t, localYAML("e2e-findings", "{vus: 4, duration: 16s, window: 1s, warmup: 1s, timeout: 5s}", bin, "30s")+`ops:
   - name: list
     weight: 1
     request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
@@ -55,7 +35,7 @@ probes:
   heap:
     metric: {}
     gc_hook: {every: 3}
-`, bin))
+`)
 }
 
 // runReport runs `longhaul run ARGS --format json` in-process and returns its
@@ -68,18 +48,6 @@ func runReport(t *testing.T, args ...string) (int, follow.ReportObject, string) 
 		return code, follow.ReportObject{}, r.stderr.String()
 	}
 	return code, reportLine(t, r.stdout.String()), r.stderr.String()
-}
-
-// runCommand runs one longhaul command in-process.
-func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	a := &app{stdout: &out, stderr: &errOut, stdin: strings.NewReader(""),
-		getenv: func(string) string { return "" }, interrupts: make(chan os.Signal)}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	code = a.run(ctx, args)
-	return code, out.String(), errOut.String()
 }
 
 func verdictsOf(fs []analysis.Finding) []analysis.Finding {
@@ -222,22 +190,8 @@ func TestFindingsInspectorUnreachable(t *testing.T) {
 		t.Skip("end-to-end soak of 6 s")
 	}
 	port := freeTCPPort(t) // free, so nothing answers there
-	scen := writeScenario(t, fmt.Sprintf(`name: e2e-inspector
-load: {vus: 2, duration: 6s, window: 1s, timeout: 2s}
-environment:
-  provider: local
-  target:
-    command: [%q]
-    health: /health
-    health_timeout: 20s
-ops:
-  - name: get
-    weight: 1
-    request: {method: GET, path: /items}
-probes:
-  heap:
-    inspector: {port: %d}
-`, soakTarget(t), port))
+	scen := writeScenario(t, localYAML("e2e-inspector", "{vus: 2, duration: 6s, window: 1s, timeout: 2s}", soakTarget(t), "20s")+getItems+
+		fmt.Sprintf("probes:\n  heap:\n    inspector: {port: %d}\n", port))
 	data := t.TempDir()
 	code, rep, stderr := runReport(t, scen, "--data", data)
 	if code != exitOK || rep.Status != store.Completed {

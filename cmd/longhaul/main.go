@@ -15,7 +15,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/longhaul-dev/longhaul/driver"
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/history"
+	"github.com/longhaul-dev/longhaul/interop"
+	"github.com/longhaul-dev/longhaul/launch"
+	"github.com/longhaul-dev/longhaul/report"
+	"github.com/longhaul-dev/longhaul/schedule"
+	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
 // Exit codes.
@@ -23,6 +30,8 @@ const (
 	exitOK       = 0
 	exitFailed   = 1 // the run failed or was cancelled, or an internal error
 	exitBadInput = 2 // bad flags, bad files, unreachable target at start
+	exitGate     = 3 // run: completed, but a threshold failed or a finding met --fail-on
+	exitWorse    = 3 // compare: completed, --fail-on-worse was given and a metric is worse
 )
 
 // badInput marks an error as the user's to fix: exit code 2, one line.
@@ -95,8 +104,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return followed.Code
 	}
 	fmt.Fprintln(a.stderr, "longhaul:", err)
-	var bad badInput
-	if errors.As(err, &bad) || isCobraUsageError(err) {
+	if isBadInput(err) {
 		return exitBadInput
 	}
 	return exitFailed
@@ -115,12 +123,12 @@ func (a *app) rootCmd() *cobra.Command {
 		a.scenarioCmd(),
 		a.runCmd(),
 		a.compareCmd(),
-		a.comparisonsCmd(),
+		a.listCmd(report.ListComparisons, "  longhaul comparisons\n  longhaul comparisons --status completed --format json\n  longhaul comparisons --schedule nightly-ab", "one comparison object"),
 		a.devCmd(),
 		a.workerCmd(),
 		a.serverCmd(),
 		a.healthcheckCmd(),
-		a.runsCmd(),
+		a.listCmd(report.ListRuns, "  longhaul runs\n  longhaul runs --status failed --format json\n  longhaul runs --schedule nightly", "one object"),
 		a.reportCmd(),
 		a.analyzeCmd(),
 		a.sweepCmd(),
@@ -134,6 +142,25 @@ func (a *app) rootCmd() *cobra.Command {
 		a.logsCmd(),
 	)
 	return root
+}
+
+// userErrors are the packages' errors that are the user's to fix (a name,
+// file, flag value or address), whichever command returns them: exit 2,
+// like badInput.
+var userErrors = []error{soakworker.ErrUnusable, driver.ErrInvalid, schedule.ErrNotFound, schedule.ErrExists, schedule.ErrInvalid, interop.ErrBadInput, history.ErrUnknownMetric, report.ErrNoLogs}
+
+// isBadInput: exit 2.
+func isBadInput(err error) bool {
+	var bad badInput
+	if errors.As(err, &bad) || isCobraUsageError(err) {
+		return true
+	}
+	for _, u := range userErrors {
+		if errors.Is(err, u) {
+			return true
+		}
+	}
+	return false
 }
 
 // isCobraUsageError recognises cobra's own argument errors (unknown command,
@@ -155,35 +182,10 @@ func suggestFlag(c *cobra.Command, err error) error {
 	if !ok {
 		return err
 	}
-	best, bestDist := "", 3 // at most two edits away
-	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d < bestDist {
-			best, bestDist = f.Name, d
-		}
-	})
-	if best == "" {
-		return err
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if best := launch.Nearest(name, names); best != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, best)
 	}
-	return fmt.Errorf("%w (did you mean --%s?)", err, best)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return err
 }

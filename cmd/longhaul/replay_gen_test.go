@@ -5,15 +5,11 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -24,6 +20,7 @@ import (
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
+	"github.com/longhaul-dev/longhaul/workflows/workflowstest"
 )
 
 var updateHistories = flag.Bool("update-histories", false, "regenerate workflows/testdata/soak-*.json against the embedded server")
@@ -60,15 +57,9 @@ func TestGenerateSoakHistories(t *testing.T) {
 			w.LatencyMs.P50 = 50
 		}
 	}}
-	acts := &activities.Activities{
+	startReplayWorker(t, c, quiet, &activities.Activities{
 		Store: &activitiestest.Store{}, Provisioner: &activitiestest.Provisioner{}, Driver: drv,
-		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
-	}
-	w := workflows.NewWorker(c, acts, worker.Options{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	})
 
 	start := func(id string, scenario ...string) client.WorkflowRun {
 		in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 4 * time.Second, Window: time.Second}
@@ -140,15 +131,9 @@ func TestGenerateCompareHistories(t *testing.T) {
 		}
 		w.Probes.HostForeignCPU = &foreign
 	}
-	acts := &activities.Activities{
+	startReplayWorker(t, c, quiet, &activities.Activities{
 		Store: st, Provisioner: &activitiestest.Provisioner{}, Driver: drv, Recorder: drv,
-		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
-	}
-	w := workflows.NewWorker(c, acts, worker.Options{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	})
 
 	for _, tc := range []struct {
 		id, file string
@@ -207,16 +192,30 @@ func replayClient(ctx context.Context, t *testing.T, quiet *slog.Logger) client.
 //	go test ./cmd/longhaul -run TestGenerateProvisionHeartbeatHistory -args -update-histories
 func TestGenerateProvisionHeartbeatHistory(t *testing.T) {
 	ctx, quiet, c := replaySetup(t, 2*time.Minute, "run with -update-histories to regenerate workflows/testdata/soak-provision-heartbeat.json")
-	acts := &activities.Activities{
+	startReplayWorker(t, c, quiet, &activities.Activities{
 		Store: &activitiestest.Store{}, Provisioner: &activitiestest.Provisioner{}, Driver: &activitiestest.Driver{},
-		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
-	}
+	})
+	const id = "replay-provision-heartbeat"
+	soakToEnd(ctx, t, c, id)
+	writeHistory(t, c, id, "soak-provision-heartbeat.json")
+}
+
+// startReplayWorker starts a worker of acts on the replay host's queue,
+// logging to quiet, until the test ends.
+func startReplayWorker(t *testing.T, c client.Client, quiet *slog.Logger, acts *activities.Activities) {
+	t.Helper()
+	acts.HostTaskQueue, acts.Logger = "longhaul-host-replay", quiet
 	w := workflows.NewWorker(c, acts, worker.Options{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	const id = "replay-provision-heartbeat"
+	t.Cleanup(w.Stop)
+}
+
+// soakToEnd runs a 3 s soak of replayScenario as workflow id and waits for
+// its end, which must be clean.
+func soakToEnd(ctx context.Context, t *testing.T, c client.Client, id string) {
+	t.Helper()
 	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 3 * time.Second, Window: time.Second}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 	if err != nil {
@@ -225,7 +224,6 @@ func TestGenerateProvisionHeartbeatHistory(t *testing.T) {
 	if err := run.Get(ctx, nil); err != nil {
 		t.Fatalf("soak: %v", err)
 	}
-	writeHistory(t, c, id, "soak-provision-heartbeat.json")
 }
 
 // replaySetup skips unless -update-histories is given (skip says what then
@@ -242,26 +240,9 @@ func replaySetup(t *testing.T, timeout time.Duration, skip string) (context.Cont
 	return ctx, quiet, replayClient(ctx, t, quiet)
 }
 
+// writeHistory saves workflow id's history as workflows/testdata/FILE.
 func writeHistory(t *testing.T, c client.Client, id, file string) {
-	t.Helper()
-	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, e)
-	}
-	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "..", "workflows", "testdata", file)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s: %d events", path, len(h.Events))
+	workflowstest.SaveHistory(t, c, id, filepath.Join("..", "..", "workflows", "testdata", file))
 }
 
 // TestGenerateSlotsHistory records a soak that claims a measurement slot,
@@ -275,25 +256,12 @@ func TestGenerateSlotsHistory(t *testing.T) {
 	if ok, _, _ := st.ClaimSlot(ctx, store.Slot{Holder: "another-run", Host: "replay"}, 1); !ok {
 		t.Fatal("seeding the held slot failed")
 	}
-	acts := &activities.Activities{
+	startReplayWorker(t, c, quiet, &activities.Activities{
 		Store: st, Provisioner: &activitiestest.Provisioner{}, Driver: &activitiestest.Driver{},
-		HostTaskQueue: "longhaul-host-replay", Logger: quiet,
-	}
-	w := workflows.NewWorker(c, acts, worker.Options{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	})
 	time.AfterFunc(4*time.Second, func() { _ = st.ReleaseSlot(context.Background(), "another-run") })
 	const id = "replay-slots"
-	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 3 * time.Second, Window: time.Second}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Get(ctx, nil); err != nil {
-		t.Fatalf("soak: %v", err)
-	}
+	soakToEnd(ctx, t, c, id)
 	if !slices.Contains(st.Statuses, "queued: "+workflows.QueuedReason) {
 		t.Errorf("statuses %v: the soak was never queued", st.Statuses)
 	}

@@ -3,15 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/charts"
+	"github.com/longhaul-dev/longhaul/datadir"
+	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/follow"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/provision"
@@ -19,58 +25,11 @@ import (
 	"github.com/longhaul-dev/longhaul/soakworker"
 )
 
-// clusterFlags are --temporal and --namespace of the commands that submit
-// workflows (run, compare).
-type clusterFlags struct {
-	temporal  string
-	namespace string
-}
-
-func (f *clusterFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.temporal, "temporal", "", "Temporal frontend HOST:PORT (default: an embedded server in this process)")
-	fs.StringVar(&f.namespace, "namespace", "default", "Temporal namespace")
-}
-
-// followFlags are how run and compare show what they submitted: the
-// output, the live UI, --detach, --verbose and the metrics endpoint. what
-// is "run" or "comparison"; items what the JSON output holds before its
-// last object.
-type followFlags struct {
-	format      string
-	detach      bool
-	uiAddr      string
-	verbose     bool
-	metricsAddr string
-}
-
-func (f *followFlags) register(fs *pflag.FlagSet, what, items, last string) {
-	fs.BoolVar(&f.detach, "detach", false, "submit the "+what+" and return without following it")
-	fs.StringVar(&f.format, "format", "text", "output: text, or json (NDJSON "+items+", then one "+last+" object)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve worker and run metrics at http://ADDR/metrics")
-	uiAddrFlag(fs, &f.uiAddr, "127.0.0.1:0", "while following the "+what+", serve the browser UI on HOST:PORT (default a free port)")
-	verboseFlag(fs, &f.verbose)
-}
-
-// preflight refuses, before anything is recorded or started, an environment
-// this host cannot serve: no Docker engine or image, no database server
-// binaries, a target command that does not exist (provision.Preflight; the
-// same check as scenario validate). Only when this process is the worker:
-// other workers answer for their own hosts.
-func (a *app) preflight(ctx context.Context, cl clusterFlags, env scenarios.Environment, provider string) error {
-	if cl.temporal != "" {
-		return nil
-	}
-	if err := provision.Preflight(ctx, env, provider, provision.Options{Logger: discard, Route: a.getenv(dockerRouteEnv)}); err != nil {
-		return badInput{err}
-	}
-	return nil
-}
-
 // session is what run and compare hold while they submit and follow: the
-// services, the log files and a Temporal client — of --temporal, or of an
-// embedded server on the data directory with a worker in this process.
+// host (store, data directory, logs) and a Temporal client — of --temporal,
+// or of an embedded server on the data directory with a worker here.
 type session struct {
-	*services
+	*soakworker.Host
 	c        client.Client
 	hostPort string
 	follow.Session
@@ -78,41 +37,48 @@ type session struct {
 }
 
 // start is how run and compare begin: the host's pre-flight check, the
-// session, and the ID of the record they are about to store.
-func (a *app) start(ctx context.Context, cl clusterFlags, ff followFlags, sf storeFlags, env scenarios.Environment, provider string) (*session, string, error) {
-	if err := a.preflight(ctx, cl, env, provider); err != nil {
-		return nil, "", err
+// session, and the ID of the record they are about to store. The check
+// (provision.Preflight, as scenario validate's) refuses, before anything is
+// recorded or started, an environment this host cannot serve: no Docker
+// engine or image, no database server binaries, a target command that does
+// not exist. Only when this process is the worker: other workers answer for
+// their own hosts.
+func (a *app) start(ctx context.Context, f submitFlags, env scenarios.Environment, provider string) (*session, string, error) {
+	if f.temporal == "" {
+		if err := provision.Preflight(ctx, env, provider, provision.Options{Logger: discard, Route: a.getenv(dockerRouteEnv)}); err != nil {
+			return nil, "", badInput{err}
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, "", fmt.Errorf("new id: %w", err)
 	}
-	s, err := a.openSession(ctx, sf, cl, ff)
+	s, err := a.openSession(ctx, f)
 	return s, id.String(), err
 }
 
-func (a *app) openSession(ctx context.Context, sf storeFlags, cl clusterFlags, ff followFlags) (*session, error) {
-	svc, err := a.openServices(ctx, sf, ff.metricsAddr, ff.verbose)
+func (a *app) openSession(ctx context.Context, f submitFlags) (*session, error) {
+	svc, err := a.openHost(ctx, f.storeFlags, f.metricsAddr, f.verbose)
 	if err != nil {
 		return nil, err
 	}
-	c, hostPort, stop, err := a.connect(ctx, svc, cl.temporal, cl.namespace)
+	c, hostPort, stop, err := a.connect(ctx, svc, f.temporal, f.namespace)
 	if err != nil {
 		svc.Close()
 		return nil, err
 	}
-	return &session{services: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: cl.temporal == "", DataDir: svc.dataDir}, stop: stop}, nil
+	return &session{Host: svc, c: c, hostPort: hostPort, Session: follow.Session{Embedded: f.temporal == "", DataDir: svc.DataDir}, stop: stop}, nil
 }
 
 func (s *session) Close() {
 	s.stop()
-	s.services.Close()
+	s.Host.Close()
 }
 
 // connect returns a Temporal client: of the cluster at temporal, or —
 // when temporal is empty — of an embedded server on the data directory,
 // with a worker in this process. stop closes everything it started.
-func (a *app) connect(ctx context.Context, svc *services, temporal, namespace string) (c client.Client, hostPort string, stop func(), err error) {
+func (a *app) connect(ctx context.Context, svc *soakworker.Host, temporal, namespace string) (c client.Client, hostPort string, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -126,7 +92,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 	}()
 	hostPort = temporal
 	if hostPort == "" {
-		srv, err := a.startDevServer(ctx, svc.dataDir, 0, svc.lg.Temporal)
+		srv, err := a.startDevServer(ctx, svc.DataDir, 0, svc.Logs.Temporal)
 		if err != nil {
 			return nil, "", stop, err
 		}
@@ -134,7 +100,7 @@ func (a *app) connect(ctx context.Context, svc *services, temporal, namespace st
 		hostPort = srv.Address()
 		namespace = srv.Namespace()
 	}
-	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.lg.Temporal); err != nil {
+	if c, err = a.dialTemporal(ctx, hostPort, namespace, svc.Logs.Temporal); err != nil {
 		return nil, hostPort, stop, err
 	}
 	stops = append(stops, c.Close)
@@ -158,12 +124,12 @@ func (s *session) Submit(ctx context.Context, workflowID, workflow string, in an
 }
 
 // launcher submits and follows in s what run or compare asked for.
-func (a *app) launcher(s *session, ff followFlags, sf storeFlags) launch.Launcher {
+func (a *app) launcher(s *session, f submitFlags) launch.Launcher {
 	return launch.Launcher{
-		Store: s.store, Where: s.where, Submitter: s, Temporal: s.hostPort, Terminal: a.terminal(), Session: s.Session,
-		Detach: ff.detach, Logs: s.lg.Path, Lines: s.lg.Lines, Format: ff.format, Data: sf.data, StoreDSN: sf.store,
+		Store: s.Store, Where: s.Where, Submitter: s, Temporal: s.hostPort, Terminal: a.terminal(), Session: s.Session,
+		Detach: f.detach, Logs: s.Logs.Path, Lines: s.Logs.Lines, Format: f.format, Data: f.data, StoreDSN: f.store,
 		LiveUI: func(page func(*charts.Running) string) (func(), error) {
-			ui, err := a.startUI(s.store, ff.uiAddr, false, nil)
+			ui, err := a.startUI(s.Store, f.uiAddr, false, nil)
 			if err != nil || ui == nil {
 				return func() {}, err
 			}
@@ -181,4 +147,70 @@ func oneFile(command string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// dockerRouteEnv chooses how a worker reaches docker targets
+// (provision.Options.Route): unset or "auto" for inside the container's
+// network namespace where possible, "published-port" for docker's published
+// port (the route before issue 9; bench/docker compares the two), "netns"
+// to fail where the namespace route is impossible.
+const dockerRouteEnv = "LONGHAUL_DOCKER_ROUTE"
+
+// hostQueueEnv, when set, is the whole name of the worker's host queue
+// (soakworker.Config.HostQueue), overriding --host-id's.
+const hostQueueEnv = "LONGHAUL_HOST_QUEUE"
+
+// logger is the commands' slog logger: warnings and errors on stderr.
+func (a *app) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if a.getenv("LONGHAUL_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// startDevServer starts the embedded Temporal server on DATA/temporal.
+func (a *app) startDevServer(ctx context.Context, dataDir string, port int, log *slog.Logger) (*devserver.Server, error) {
+	s, err := devserver.Start(ctx, devserver.Options{
+		DataDir: filepath.Join(dataDir, datadir.TemporalDir), Port: port, Logger: log,
+	})
+	if err != nil {
+		return nil, badInput{err}
+	}
+	return s, nil
+}
+
+// dialTemporal connects to a Temporal frontend; an unreachable one is bad
+// input (the address is the user's).
+func (a *app) dialTemporal(ctx context.Context, hostPort, namespace string, log *slog.Logger) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: hostPort, Namespace: namespace, Logger: sdklog.NewStructuredLogger(log),
+	})
+	if err != nil {
+		return nil, badInputf("cannot reach Temporal at %s (namespace %s): %v", hostPort, namespace, err)
+	}
+	return c, nil
+}
+
+// discard is a logger that drops everything.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// temporalWorkflow presents a submitted Temporal workflow to package follow,
+// which follows `run` and `compare` on the terminal.
+type temporalWorkflow struct {
+	c  client.Client
+	wr client.WorkflowRun
+}
+
+func (w temporalWorkflow) Wait(ctx context.Context) error { return w.wr.Get(ctx, nil) }
+
+func (w temporalWorkflow) Cancel(ctx context.Context) error {
+	return w.c.CancelWorkflow(ctx, w.wr.GetID(), w.wr.GetRunID())
+}
+
+// terminal is the app's terminal as package follow writes to it.
+func (a *app) terminal() follow.Terminal {
+	return follow.Terminal{Stdout: a.stdout, Stderr: a.stderr, Interrupts: a.interrupts}
 }

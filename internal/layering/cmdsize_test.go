@@ -15,16 +15,19 @@ import (
 // workflow, rendering a report — belongs in a package with its own tests
 // (launch, follow, report, soakworker, ...), not here.
 //
-// maxCmdLines is a ratchet: issue 26 set the goal at 2,500 lines; the
-// 4,372 of 4 December came down to this by moving logic out (the data
-// directory and log files to datadir, the notes on leaving a run to follow,
-// report ID to report and charts; run's and compare's submit-and-follow
-// flow to launch.Launcher, the list and analyze checks to report, sweep's
-// store check to soakworker, server's persistence to devserver, ...), and
-// it only ever goes down. What is left is mostly the commands' help text
-// and flag definitions (about 320 lines) and their wiring.
+// maxCmdLines is a ratchet: issue 26 set it at 2,500 lines, reached by
+// moving logic out (the data directory and log files to datadir, the notes
+// on leaving a run to follow, report ID to report and charts; run's and
+// compare's submit-and-follow flow to launch.Launcher, the list and analyze
+// checks to report, sweep's store to soakworker, server's persistence and
+// the health check to devserver, the host a worker runs on to
+// soakworker.Host, the runs and comparisons listing to report.WriteList,
+// the flag suggestion to launch.Nearest, ...) and by defining the flags run,
+// compare and schedule share once (flagsets.go). It only ever goes down.
+// What is left is mostly the commands' help text and flag definitions and
+// their wiring.
 const (
-	maxCmdLines     = 2645 // non-test Go lines in cmd/longhaul (goal: 2,500)
+	maxCmdLines     = 2500 // non-test Go lines in cmd/longhaul
 	maxCmdFuncLines = 80   // lines of one function in cmd/longhaul
 )
 
