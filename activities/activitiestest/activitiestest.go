@@ -442,9 +442,34 @@ type Provisioner struct {
 	TornDown    []string
 	// Fail, if set, makes Provision fail with it.
 	Fail error
+	// Restarted lists the environment ids whose target RestartTarget
+	// started again, in call order.
+	Restarted []string
+	// RestartFail, if set, makes RestartTarget fail with it.
+	RestartFail error
 }
 
-var _ activities.Provisioner = (*Provisioner)(nil)
+var (
+	_ activities.Provisioner     = (*Provisioner)(nil)
+	_ activities.TargetRestarter = (*Provisioner)(nil)
+)
+
+// RestartTarget implements activities.TargetRestarter: the environment is
+// up again, with the same id, as incarnation req.Incarnation.
+func (p *Provisioner) RestartTarget(_ context.Context, env activities.Environment, req activities.ProvisionRequest) (activities.Environment, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.RestartFail != nil {
+		return env, p.RestartFail
+	}
+	if p.alive == nil {
+		p.alive = map[string]bool{}
+	}
+	p.alive[env.ID] = true
+	p.Restarted = append(p.Restarted, env.ID)
+	env.Incarnation = req.Incarnation
+	return env, nil
+}
 
 // Provision implements activities.Provisioner.
 func (p *Provisioner) Provision(_ context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
