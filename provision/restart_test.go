@@ -9,6 +9,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
 // TestLocalRestartTarget: a local target killed with SIGKILL is started
@@ -132,4 +136,68 @@ func waitCheck(ctx context.Context, l *Local, env Environment) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestDockerRestartTarget: a target container killed with SIGKILL is
+// restarted as incarnation 2 of the same environment: the same container,
+// published on 127.0.0.1 again, healthy; the environment volume keeps what
+// the target wrote; its log for incarnation 2 starts at the restart.
+// Teardown removes everything labelled with the environment.
+func TestDockerRestartTarget(t *testing.T) {
+	d := dockerForTest(t)
+	img := testTag("restart")
+	buildTestImage(t, d, img)
+	ctx := testContext(t, 2*time.Minute)
+	req := Request{RunID: "docker-restart", Incarnation: 1,
+		Spec: scenarios.Environment{Target: scenarios.Target{Image: img, Health: "/health", Port: 8080, Env: map[string]string{"GREETING": "{{.Incarnation}}"}}}}
+	env, err := d.Provision(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Teardown(context.Background(), env) })
+	if env.EnvDir != "" {
+		_ = os.WriteFile(filepath.Join(env.EnvDir, "data.db"), []byte("rows"), 0o644)
+	}
+	if _, err := d.cli.ContainerKill(ctx, env.Target.ContainerID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		t.Fatal(err)
+	}
+	var exit *ExitError
+	for ctx.Err() == nil {
+		if err := d.Check(ctx, env); errors.As(err, &exit) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if exit == nil || exit.Event.ExitCode == nil || *exit.Event.ExitCode != 137 {
+		t.Fatalf("Check after kill = %+v, want exit code 137", exit)
+	}
+
+	req.Incarnation = 2
+	env2, err := d.RestartTarget(ctx, req, env)
+	if err != nil {
+		t.Fatalf("RestartTarget: %v", err)
+	}
+	env = env2
+	if env2.ID != "docker-restart-1" || env2.Incarnation != 2 || env2.Target.ContainerID == "" || env2.Target.StartedAt.IsZero() || !strings.HasPrefix(env2.TargetURL, "http://127.0.0.1:") {
+		t.Errorf("restarted env = %+v", env2)
+	}
+	if err := d.Check(ctx, env2); err != nil {
+		t.Errorf("Check after the restart: %v", err)
+	}
+	if got := get(t, env2.TargetURL+"/env/GREETING"); got != "1" {
+		t.Errorf("restarted container's env GREETING = %q, want the provisioned %q", got, "1")
+	}
+	if env2.EnvDir != "" {
+		if b, err := os.ReadFile(filepath.Join(env2.EnvDir, "data.db")); err != nil || string(b) != "rows" {
+			t.Errorf("the environment volume after the restart: %q, %v; want it kept", b, err)
+		}
+	}
+	outs, err := d.Logs(ctx, env2, 1<<20)
+	if err != nil || len(outs) != 1 || strings.Count(string(outs[0].Text), "target: listening") != 1 {
+		t.Errorf("incarnation 2's log = %+v, %v; want its own start only", outs, err)
+	}
+	if err := d.Teardown(ctx, env2); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLabelled(t, d, LabelEnv, env2.ID)
 }

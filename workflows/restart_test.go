@@ -203,3 +203,62 @@ func TestSoakTargetDiesWithoutRestart(t *testing.T) {
 }
 
 var _ activities.Store = (*flakyRunStore)(nil)
+
+// TestSoakTargetRestartsAfterLostWorker: the worker dies during window 3
+// and the target with it; the resumed drive finds the target stopped (its
+// environment still there): with target.restart it is restarted in the
+// same environment instead of a new one being provisioned. Slot 3 is the
+// resumed drive's gap, slot 4 the restart's.
+func TestSoakTargetRestartsAfterLostWorker(t *testing.T) {
+	f := newFixture(t, 10)
+	f.in.Scenario = restartYAML(2)
+	f.prov.Exits = true
+	f.drv.Before = func(_ context.Context, call, index int) error {
+		if call == 1 && index == 3 {
+			f.prov.Kill("r1-1")
+			return errors.New("worker died")
+		}
+		return nil
+	}
+	res, err := f.run()
+	if err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	want := SoakResult{RunID: "r1", Status: store.Completed, Windows: 8, Gaps: 2, Incarnations: 2}
+	if res != want {
+		t.Errorf("result = %+v, want %+v", res, want)
+	}
+	keys, _ := f.slots(t)
+	wantKeys := append(keysFor(1, 0, 2), "1/3gap", "2/4gap")
+	wantKeys = append(wantKeys, keysFor(2, 5, 9)...)
+	if got := strings.Join(keys, ","); got != strings.Join(wantKeys, ",") {
+		t.Errorf("windows = %s\nwant      %s", got, strings.Join(wantKeys, ","))
+	}
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want {
+		t.Errorf("provisioned = %s, want %s (restarted, not replaced)", got, want)
+	}
+	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1"; got != want {
+		t.Errorf("restarted = %s, want %s", got, want)
+	}
+	f.checkNoRewrites(t)
+}
+
+// TestSoakLostTargetWithoutRestart: without target.restart a target found
+// stopped on resume is replaced with a new environment, as before.
+func TestSoakLostTargetWithoutRestart(t *testing.T) {
+	f := newFixture(t, 10)
+	f.prov.Exits = true
+	f.drv.Before = func(_ context.Context, call, index int) error {
+		if call == 1 && index == 3 {
+			f.prov.Kill("r1-1")
+			return errors.New("worker died")
+		}
+		return nil
+	}
+	if _, err := f.run(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1,r1-2"; got != want || len(f.prov.Restarted) != 0 {
+		t.Errorf("provisioned = %s (restarted %v), want %s and no restart", got, f.prov.Restarted, want)
+	}
+}

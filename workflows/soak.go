@@ -321,11 +321,24 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			}
 			return SoakResult{}, err
 		}
-		// The environment went down while no worker watched it: replace it.
-		workflow.GetLogger(ctx).Warn("environment lost; provisioning a new incarnation", "incarnation", s.st.Incarnation, "reason", lost.Reason)
 		s.st.Windows += lost.Windows
 		s.st.Gaps += lost.Gaps
 		s.st.NextIndex = max(s.st.NextIndex, lost.NextIndex)
+		// Version 1 of target-restart: a target that stopped while no
+		// worker watched it is restarted like one that crashed under
+		// load, its database kept, when the scenario allows. Only such a
+		// loss asks for the version.
+		if lost.TargetExited && s.st.NextIndex < s.total && workflow.GetVersion(ctx, targetRestartChange, workflow.DefaultVersion, 1) >= 1 {
+			restarted, rerr := s.restartTarget(ctx, err)
+			if rerr != nil {
+				return SoakResult{}, rerr
+			}
+			if restarted {
+				continue
+			}
+		}
+		// The environment went down while no worker watched it: replace it.
+		workflow.GetLogger(ctx).Warn("environment lost; provisioning a new incarnation", "incarnation", s.st.Incarnation, "reason", lost.Reason)
 		s.teardown(ctx)
 		if s.lost() >= MaxIncarnations {
 			return SoakResult{}, temporal.NewNonRetryableApplicationError(

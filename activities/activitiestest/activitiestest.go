@@ -447,6 +447,21 @@ type Provisioner struct {
 	Restarted []string
 	// RestartFail, if set, makes RestartTarget fail with it.
 	RestartFail error
+	// Exits makes Check of a killed environment say how its target
+	// stopped (an error carrying a window.EventTargetExit, as package
+	// provision's ExitError does), so drives record it in their windows.
+	Exits bool
+}
+
+// TargetExit is Check's error for a killed environment when
+// Provisioner.Exits is set.
+type TargetExit struct{ ID string }
+
+func (e TargetExit) Error() string { return e.ID + ": target exited (signal 9: killed)" }
+
+// FaultEvent is the event a drive records.
+func (e TargetExit) FaultEvent() window.Event {
+	return window.Event{Kind: window.EventTargetExit, Signal: 9, Detail: "the target of " + e.ID + " exited (signal 9: killed)"}
 }
 
 var (
@@ -508,6 +523,9 @@ func (p *Provisioner) Check(_ context.Context, env activities.Environment) error
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.alive[env.ID] {
+		if p.Exits {
+			return TargetExit{env.ID}
+		}
 		return fmt.Errorf("%s: %w", env.ID, ErrGone)
 	}
 	return nil
