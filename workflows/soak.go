@@ -340,7 +340,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		// The environment went down while no worker watched it: replace it.
 		workflow.GetLogger(ctx).Warn("environment lost; provisioning a new incarnation", "incarnation", s.st.Incarnation, "reason", lost.Reason)
 		s.teardown(ctx)
-		if s.lost() >= MaxIncarnations {
+		if s.provisioned() >= MaxIncarnations {
 			return SoakResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("environment lost %d times; last: %s", s.st.Incarnation, lost.Reason), ErrTypeSoakFailed, nil)
 		}
@@ -351,10 +351,10 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 	return s.result(store.Completed, s.stoppedBy), nil
 }
 
-// lost is how many environments the soak provisioned: its incarnations
-// but the restarts of a crashed target, which MaxIncarnations does not
-// bound (target.restart.max does).
-func (s *soak) lost() int { return s.st.Incarnation - s.st.Restarts }
+// provisioned is how many environments the soak provisioned: its
+// incarnations but the restarts of a crashed target, which MaxIncarnations
+// does not bound (target.restart.max does).
+func (s *soak) provisioned() int { return s.st.Incarnation - s.st.Restarts }
 
 // restartTarget starts the crashed target of the soak's environment again
 // as its next incarnation, when the scenario's target.restart allows one
@@ -440,9 +440,9 @@ func (s *soak) releaseSlot(ctx workflow.Context) {
 // torn down from here: that host's `longhaul sweep`, or its worker's
 // sweeper when it returns, removes it) and claims a slot on another.
 func (s *soak) moveHost(ctx workflow.Context) error {
-	if s.lost() >= MaxIncarnations {
+	if s.provisioned() >= MaxIncarnations {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("host %s gone and %d incarnations used", activities.HostID(s.st.HostQueue), s.lost()), ErrTypeSoakFailed, nil)
+			fmt.Sprintf("host %s gone and %d incarnations used", activities.HostID(s.st.HostQueue), s.provisioned()), ErrTypeSoakFailed, nil)
 	}
 	s.st.Env = nil
 	s.releaseSlot(ctx)
