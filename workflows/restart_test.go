@@ -39,6 +39,37 @@ func (f *fixture) killTwice() {
 	}
 }
 
+// loseWorkerAt kills the target and the drive's worker with it when the
+// first drive reaches window index: the retried drive resumes and finds
+// the environment's target stopped.
+func (f *fixture) loseWorkerAt(index int) {
+	f.drv.Before = func(_ context.Context, call, i int) error {
+		if call == 1 && i == index {
+			f.prov.Kill("r1-1")
+			return errors.New("worker died")
+		}
+		return nil
+	}
+}
+
+// completes runs the soak and checks that it completed with want, its
+// slots stored as keys ("incarnation/index", "gap" added) once each.
+func (f *fixture) completes(t *testing.T, want SoakResult, keys []string) {
+	t.Helper()
+	res, err := f.run()
+	if err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if res != want {
+		t.Errorf("result = %+v, want %+v", res, want)
+	}
+	got, _ := f.slots(t)
+	if strings.Join(got, ",") != strings.Join(keys, ",") {
+		t.Errorf("windows = %s\nwant      %s", strings.Join(got, ","), strings.Join(keys, ","))
+	}
+	f.checkNoRewrites(t)
+}
+
 // TestSoakTargetRestarts: with target.restart {policy: on-failure, max: 3}
 // a target that crashes twice is started again twice in the same
 // environment; the run completes with three incarnations, the slot lost
@@ -48,23 +79,12 @@ func TestSoakTargetRestarts(t *testing.T) {
 	f := newFixture(t, 12)
 	f.in.Scenario = restartYAML(3)
 	f.killTwice()
-	res, err := f.run()
-	if err != nil {
-		t.Fatalf("workflow error: %v", err)
-	}
-	want := SoakResult{RunID: "r1", Status: store.Completed, Windows: 10, Gaps: 2, Incarnations: 3}
-	if res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
 	// Killed before window 3: windows 3 and 4 fail their checks, the drive
 	// stops after 4, slot 5 is lost to the restart; likewise 8, 9 and 10.
-	keys, _ := f.slots(t)
 	wantKeys := append(keysFor(1, 0, 4), "2/5gap")
 	wantKeys = append(wantKeys, keysFor(2, 6, 9)...)
 	wantKeys = append(wantKeys, "3/10gap", "3/11")
-	if got := strings.Join(keys, ","); got != strings.Join(wantKeys, ",") {
-		t.Errorf("windows = %s\nwant      %s", got, strings.Join(wantKeys, ","))
-	}
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 10, Gaps: 2, Incarnations: 3}, wantKeys)
 	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want {
 		t.Errorf("provisioned = %s, want %s (a restart keeps the environment)", got, want)
 	}
@@ -168,23 +188,11 @@ func TestSoakTargetRestartRetried(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := f.run()
-	if err != nil {
-		t.Fatalf("workflow error: %v", err)
-	}
-	want := SoakResult{RunID: "r1", Status: store.Completed, Windows: 7, Gaps: 1, Incarnations: 2}
-	if res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 7, Gaps: 1, Incarnations: 2},
+		append(keysFor(1, 0, 4), "2/5gap", "2/6", "2/7"))
 	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1,r1-1"; got != want || !flaky.failed {
 		t.Errorf("restarted = %s (store failed: %v), want %s", got, flaky.failed, want)
 	}
-	keys, _ := f.slots(t)
-	wantKeys := append(keysFor(1, 0, 4), "2/5gap", "2/6", "2/7")
-	if got := strings.Join(keys, ","); got != strings.Join(wantKeys, ",") {
-		t.Errorf("windows = %s\nwant      %s", got, strings.Join(wantKeys, ","))
-	}
-	f.checkNoRewrites(t)
 }
 
 // TestSoakTargetDiesWithoutRestart: without target.restart a crash ends
@@ -213,34 +221,15 @@ func TestSoakTargetRestartsAfterLostWorker(t *testing.T) {
 	f := newFixture(t, 10)
 	f.in.Scenario = restartYAML(2)
 	f.prov.Exits = true
-	f.drv.Before = func(_ context.Context, call, index int) error {
-		if call == 1 && index == 3 {
-			f.prov.Kill("r1-1")
-			return errors.New("worker died")
-		}
-		return nil
-	}
-	res, err := f.run()
-	if err != nil {
-		t.Fatalf("workflow error: %v", err)
-	}
-	want := SoakResult{RunID: "r1", Status: store.Completed, Windows: 8, Gaps: 2, Incarnations: 2}
-	if res != want {
-		t.Errorf("result = %+v, want %+v", res, want)
-	}
-	keys, _ := f.slots(t)
-	wantKeys := append(keysFor(1, 0, 2), "1/3gap", "2/4gap")
-	wantKeys = append(wantKeys, keysFor(2, 5, 9)...)
-	if got := strings.Join(keys, ","); got != strings.Join(wantKeys, ",") {
-		t.Errorf("windows = %s\nwant      %s", got, strings.Join(wantKeys, ","))
-	}
+	f.loseWorkerAt(3)
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 8, Gaps: 2, Incarnations: 2},
+		append(append(keysFor(1, 0, 2), "1/3gap", "2/4gap"), keysFor(2, 5, 9)...))
 	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want {
 		t.Errorf("provisioned = %s, want %s (restarted, not replaced)", got, want)
 	}
 	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1"; got != want {
 		t.Errorf("restarted = %s, want %s", got, want)
 	}
-	f.checkNoRewrites(t)
 }
 
 // TestSoakLostTargetWithoutRestart: without target.restart a target found
@@ -248,13 +237,7 @@ func TestSoakTargetRestartsAfterLostWorker(t *testing.T) {
 func TestSoakLostTargetWithoutRestart(t *testing.T) {
 	f := newFixture(t, 10)
 	f.prov.Exits = true
-	f.drv.Before = func(_ context.Context, call, index int) error {
-		if call == 1 && index == 3 {
-			f.prov.Kill("r1-1")
-			return errors.New("worker died")
-		}
-		return nil
-	}
+	f.loseWorkerAt(3)
 	if _, err := f.run(); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
