@@ -125,9 +125,10 @@ row() {
     oom) fault_end=$at ;; # the target brings it on itself
   esac
   local rc=0; wait "$lh" || rc=$?
-  local said; said=$(grep -E 'window [0-9]+: ' "$WORK/$name.err" | head -2 | paste -sd '/' - | sed 's|/| / |g' || true)
-  [ -n "$said" ] || said="(nothing)"
-  [ "$name" = kill9-restart ] || said=${said%% / *}
+  local said; said=$(grep -m1 -E 'window [0-9]+: ' "$WORK/$name.err" || echo "(nothing)")
+  if [ "$name" = kill9-restart ]; then
+    said="$said / $(grep -m1 -E 'window [0-9]+: the target restarted' "$WORK/$name.err" || echo "(no restart line)")"
+  fi
   local rep; rep=$(grep '"type":"report"' "$WORK/$name.ndjson" | tail -1)
   local status gaps findings
   status=$(jq -r '.status' <<<"$rep")
@@ -137,6 +138,8 @@ row() {
   lost=$(jq -s --argjson slots "$DURATION" '[.[] | select(.index != null) | .index] | unique | $slots - length' "$WORK/$name.ndjson")
   [ "$name" = oom ] || [ "$name" = dbrestart ] || [ "$status" != completed ] || gaps="$gaps ($lost committed lost)"
   findings=$(jq -r '[.findings[] | select(.severity != "info") | "\(.severity) \(.kind)"] | join(", ") | if . == "" then "none" else . end' <<<"$rep")
+  # a restart's crash finding says what followed: show its summary
+  [ "$name" = kill9-restart ] && findings=$(jq -r '[.findings[] | select(.severity != "info") | if .kind == "crash" then "\(.severity) crash: \(.summary)" else "\(.severity) \(.kind)" end] | join(", ")' <<<"$rep")
   # connect failures per second in the windows after the fault; recovery:
   # the first window ending after fault_end with answered requests
   local cfps recover
