@@ -329,6 +329,9 @@ type Activities struct {
 	CheckTimeout time.Duration
 	// CheckFailures consecutive failed checks end the drive (TargetFailed).
 	CheckFailures int
+	// StoreBehindLimit is how long a drive keeps closed windows in memory
+	// while the store does not take them (DefaultStoreBehindLimit when 0).
+	StoreBehindLimit time.Duration
 	// Now is the clock (time.Now when nil); tests fix it.
 	Now func() time.Time
 }

@@ -182,6 +182,15 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		maxFailures = DefaultCheckFailures
 	}
 	reported := map[string]bool{} // event kinds already recorded by this drive
+	commits := &commitQueue{
+		put: a.Store.PutWindow, now: a.now, limit: a.StoreBehindLimit, log: log,
+		committed: func(w window.Window) {
+			inc(committed)
+			res.Windows++
+			res.NextIndex = w.Index + 1
+			hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
+		},
+	}
 	sink := func(w window.Window) error {
 		w.RunID, w.Incarnation = in.RunID, in.Incarnation
 		if prober != nil {
@@ -208,20 +217,18 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			}
 		}
 		// The commit must not be cut short by cancellation: a window the
-		// driver closed is measured data.
-		if err := a.Store.PutWindow(context.WithoutCancel(ctx), w); err != nil {
+		// driver closed is measured data. A store that does not answer
+		// holds the window (and the ones after it) in memory; the load
+		// goes on.
+		if err := commits.add(ctx, w); err != nil {
 			return fmt.Errorf("commit window %d: %w", w.Index, err)
 		}
-		inc(committed)
 		if profiler != nil {
 			a.storeProfiles(context.WithoutCancel(ctx), in, profiler.Profiles(w))
 		}
 		if push != nil {
 			push.Window(ctx, w)
 		}
-		res.Windows++
-		res.NextIndex = w.Index + 1
-		hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
 		if watch != nil && res.StoppedBy == "" {
 			if failed := watch.Observe(w); len(failed) > 0 {
 				res.StoppedBy = thresholds.StopReason(failed[0])
@@ -268,6 +275,12 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		TargetURL: route.URL, EnvDir: in.Env.EnvDir, Dial: route.Dial, Scenario: s, Logger: log, Seed: driveSeed(in.Seed, first),
 		Metrics: push.Metrics(),
 	}, sink)
+	// Windows still waiting for the store are written before the drive
+	// reports where it ended; if they cannot be, the drive fails and is
+	// retried from the last window written.
+	if derr := commits.drain(ctx, time.Second); derr != nil && err == nil {
+		err = derr
+	}
 	var tf errTargetFailed
 	switch {
 	case res.StoppedBy != "" && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)):

@@ -70,6 +70,7 @@ func Analyze(ws []window.Window, opts Options) Result {
 	incs := a.split(ws)
 	for k, inc := range incs {
 		fs := append(inc.crashes(runStart, incs[k+1:]), inc.databaseStops(runStart)...)
+		fs = append(fs, inc.storeBehind()...)
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)

@@ -42,11 +42,11 @@ func FollowComparison(ctx context.Context, t Terminal, st store.Store, wf Workfl
 	read := func() (store.Comparison, error) {
 		cmp, err := st.GetComparison(ctx, c.ID)
 		if err != nil {
-			return cmp, fmt.Errorf("read comparison %s: %w", c.ID, err)
+			return cmp, storeRead{fmt.Errorf("read comparison %s: %w", c.ID, err)}
 		}
 		return cmp, nil
 	}
-	return loop{
+	return (&loop{
 		what: "comparison", poll: min(max(c.Window/2, 200*time.Millisecond), time.Second),
 		progress: progress, detachNote: c.DetachNote,
 		tick: func() error {
@@ -70,7 +70,7 @@ func FollowComparison(ctx context.Context, t Terminal, st store.Store, wf Workfl
 			}
 			return finishComparison(t, cmp, c.Format, c.FailOnWorse)
 		},
-	}.run(ctx, t, wf)
+	}).run(ctx, t, wf)
 }
 
 // comparisonPrinter prints what is new in a comparison since its last call.

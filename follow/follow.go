@@ -9,6 +9,7 @@ package follow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,11 +58,13 @@ type loop struct {
 	// a queued one is said once (otherwise the wait looks like a hang).
 	status func() (store.Status, string)
 	finish func() error
+	// down is set while the store does not answer (said once).
+	down bool
 }
 
 // run follows wf until it ends, or until the second interrupt (the first
 // cancels it).
-func (l loop) run(ctx context.Context, t Terminal, wf Workflow) error {
+func (l *loop) run(ctx context.Context, t Terminal, wf Workflow) error {
 	done := make(chan struct{})
 	go func() { _ = wf.Wait(context.WithoutCancel(ctx)); close(done) }()
 	tick := time.NewTicker(l.poll)
@@ -82,8 +85,13 @@ func (l loop) run(ctx context.Context, t Terminal, wf Workflow) error {
 			}
 		case <-tick.C:
 			if err := l.tick(); err != nil {
-				return err
+				if !errors.As(err, new(storeRead)) {
+					return err
+				}
+				l.storeDown(t, err)
+				continue
 			}
+			l.storeBack(t)
 			if l.status != nil && !saidQueued {
 				if st, reason := l.status(); st == store.Queued {
 					saidQueued = true
@@ -92,12 +100,63 @@ func (l loop) run(ctx context.Context, t Terminal, wf Workflow) error {
 				}
 			}
 		case <-done:
-			if err := l.tick(); err != nil {
+			if err := l.retryRead(ctx, t, l.tick); err != nil {
 				return err
 			}
 			// Stop, not Clear: the report must not redraw the bar.
 			l.progress.Stop()
-			return l.finish()
+			return l.retryRead(ctx, t, l.finish)
+		}
+	}
+}
+
+// StoreWait is how long a follower whose run has ended waits for a
+// results store that does not answer before it gives up (the run and its
+// windows are safe: `longhaul report ID` prints them once it is back). It
+// matches the worker's activities.DefaultStoreBehindLimit.
+var StoreWait = 10 * time.Minute
+
+// storeRead marks an error reading the store: the store is behind or
+// away (a PostgreSQL store restarting), which is not the end of following.
+type storeRead struct{ err error }
+
+func (e storeRead) Error() string { return e.err.Error() }
+func (e storeRead) Unwrap() error { return e.err }
+
+// storeDown says once that the store does not answer; following goes on.
+func (l *loop) storeDown(t Terminal, err error) {
+	if l.down {
+		return
+	}
+	l.down = true
+	l.progress.Around(func() {
+		fmt.Fprintf(t.Stderr, "longhaul: the results store is not answering (%v); the %s goes on, and its windows show here when the store is back\n", err, l.what)
+	})
+}
+
+// storeBack says the store answers again, after storeDown.
+func (l *loop) storeBack(t Terminal) {
+	if !l.down {
+		return
+	}
+	l.down = false
+	l.progress.Around(func() { fmt.Fprintln(t.Stderr, "longhaul: the results store is back") })
+}
+
+// retryRead runs f until it does not fail reading the store, for up to
+// StoreWait.
+func (l *loop) retryRead(ctx context.Context, t Terminal, f func() error) error {
+	deadline := time.Now().Add(StoreWait)
+	for {
+		err := f()
+		if err == nil || !errors.As(err, new(storeRead)) || time.Now().After(deadline) {
+			return err
+		}
+		l.storeDown(t, err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
 		}
 	}
 }

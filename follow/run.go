@@ -52,7 +52,7 @@ func FollowRun(ctx context.Context, t Terminal, st store.Store, wf Workflow, r R
 	printNew := func() error {
 		ws, err := st.Windows(ctx, r.ID, store.WindowQuery{Incarnation: -1, FromIndex: next})
 		if err != nil {
-			return fmt.Errorf("read windows of run %s: %w", r.ID, err)
+			return storeRead{fmt.Errorf("read windows of run %s: %w", r.ID, err)}
 		}
 		for _, w := range ws {
 			if err := out.Window(w); err != nil {
@@ -64,7 +64,7 @@ func FollowRun(ctx context.Context, t Terminal, st store.Store, wf Workflow, r R
 		}
 		return nil
 	}
-	return loop{
+	return (&loop{
 		what: "run", poll: min(max(r.Window/4, 100*time.Millisecond), time.Second),
 		progress: progress, detachNote: r.DetachNote, tick: printNew,
 		status: func() (store.Status, string) {
@@ -80,7 +80,7 @@ func FollowRun(ctx context.Context, t Terminal, st store.Store, wf Workflow, r R
 		finish: func() error {
 			return finishRun(ctx, t, st, r, out, totals.Summary(), report.ProbeProblems(failures))
 		},
-	}.run(ctx, t, wf)
+	}).run(ctx, t, wf)
 }
 
 // finishRun prints the end of a followed run and maps the outcome to the
@@ -88,15 +88,15 @@ func FollowRun(ctx context.Context, t Terminal, st store.Store, wf Workflow, r R
 func finishRun(ctx context.Context, t Terminal, st store.Store, r Run, out report.WindowWriter, sum window.Summary, problems []report.ProbeProblem) error {
 	run, err := st.GetRun(ctx, r.ID)
 	if err != nil {
-		return fmt.Errorf("read run %s: %w", r.ID, err)
+		return storeRead{fmt.Errorf("read run %s: %w", r.ID, err)}
 	}
 	fs, err := st.Findings(ctx, r.ID)
 	if err != nil {
-		return fmt.Errorf("read findings of run %s: %w", r.ID, err)
+		return storeRead{fmt.Errorf("read findings of run %s: %w", r.ID, err)}
 	}
 	v, err := ReadVerdict(ctx, st, run, fs)
 	if err != nil {
-		return err
+		return storeRead{err}
 	}
 	if r.Format == report.JSON {
 		if err := WriteReportObject(t.Stdout, run, sum, fs, problems, v); err != nil {

@@ -320,7 +320,9 @@ func (s *sqlStore) PutWindow(ctx context.Context, w window.Window) error {
 		if isForeignKeyViolation(err) {
 			return fmt.Errorf("put window %s/%d/%d: run %w (PutRun first)", w.RunID, w.Incarnation, w.Index, ErrNotFound)
 		}
-		return fmt.Errorf("put window %s/%d/%d: %w", w.RunID, w.Incarnation, w.Index, err)
+		// The store is named: on a full disk the error is SQLite's
+		// "database or disk is full", which says nothing of where.
+		return fmt.Errorf("put window %s/%d/%d in %s: %w", w.RunID, w.Incarnation, w.Index, s.name, err)
 	}
 	// The window is committed; its rollups are derived data. One that
 	// fails to be written is merged from finer rows when read, so its

@@ -12,10 +12,14 @@ const (
 	EventTargetExit = "target_exit"
 	// EventDatabaseExit: the target's database process or container stopped.
 	EventDatabaseExit = "database_exit"
+	// EventStoreBehind: the results store did not take windows for a
+	// while; they waited in the worker's memory and were written late, in
+	// order. Kept in the first window written late.
+	EventStoreBehind = "store_behind"
 )
 
 // Event is a fault noticed when a window closed: the target (or its
-// database) stopped. It is kept in the window it was noticed in, so a crash
+// database) stopped, or the results store fell behind. It is kept in the window it was noticed in, so a crash
 // is stored with the measurements around it and analysis can explain it.
 type Event struct {
 	Kind string `json:"kind"`

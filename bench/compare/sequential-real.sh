@@ -5,7 +5,8 @@
 # with), 1 s windows, 2 s warm-up, ABBA:
 #
 #   burn60  B with DEMO_CPU_BURN_US=60 (≈ +30 % CPU per request) → worse on cpu_us_per_request
-#   burn14  B with DEMO_CPU_BURN_US=14 (≈ +15 %)                 → worse (≥ 4 of 5)
+#   burn14  B with DEMO_CPU_BURN_US=14 (+15 % of 3 December's 94 µs; +7 % of the ~200 µs of 5 December)
+#   burn30  B with DEMO_CPU_BURN_US=30 (+15 % of the ~200 µs of 5 December) → worse (≥ 4 of 5)
 #   aa      A vs A                                               → no metric better or worse
 #
 #   RUNS=1 EXPERIMENTS="burn60 aa" ROUND=10s bench/compare/sequential-real.sh
@@ -21,7 +22,7 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo_root"
 RUNS=${RUNS:-5}
-EXPERIMENTS=${EXPERIMENTS:-"burn60 burn14 aa"}
+EXPERIMENTS=${EXPERIMENTS:-"burn60 burn30 burn14 aa"}
 ROUND=${ROUND:-10s}
 MAXPAIRS=${MAXPAIRS:-10}
 DISTURBED=${DISTURBED:-off}
@@ -48,6 +49,7 @@ for exp in $EXPERIMENTS; do
 		case $exp in
 		burn60) args=(--b-env DEMO_CPU_BURN_US=60) ;;
 		burn14) args=(--b-env DEMO_CPU_BURN_US=14) ;;
+		burn30) args=(--b-env DEMO_CPU_BURN_US=30) ;;
 		aa) ;;
 		*) log "unknown experiment $exp"; exit 2 ;;
 		esac
