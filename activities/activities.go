@@ -488,16 +488,7 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 		return Environment{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("provision run %s incarnation %d: %v", in.RunID, in.Incarnation, err), ErrTypeProvision, nil)
 	}
-	run.TargetURL = env.TargetURL
-	if len(env.Raw) > 0 {
-		run.Environment = env.Raw
-	} else if b, err := json.Marshal(env); err == nil {
-		run.Environment = b
-	}
-	if in.Incarnation > run.Incarnations {
-		run.Incarnations = in.Incarnation
-	}
-	if err := a.Store.PutRun(ctx, run); err != nil {
+	if err := a.recordEnvironment(ctx, run, env); err != nil {
 		// The environment is up but unrecorded: remove it, let the retry redo both.
 		_ = a.Provisioner.Teardown(context.WithoutCancel(ctx), env)
 		return Environment{}, fmt.Errorf("provision run %s: record environment: %w", in.RunID, err)
@@ -506,13 +497,27 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Environm
 	return env, nil
 }
 
+// recordEnvironment records env, an incarnation of run's environment just
+// brought up, in the run: its target URL, its description, the count of
+// incarnations.
+func (a *Activities) recordEnvironment(ctx context.Context, run store.Run, env Environment) error {
+	run.TargetURL = env.TargetURL
+	if len(env.Raw) > 0 {
+		run.Environment = env.Raw
+	} else if b, err := json.Marshal(env); err == nil {
+		run.Environment = b
+	}
+	run.Incarnations = max(run.Incarnations, env.Incarnation)
+	return a.Store.PutRun(ctx, run)
+}
+
 // Teardown removes an environment. It is idempotent.
 func (a *Activities) Teardown(ctx context.Context, env Environment) error {
 	a.retried(ctx, "teardown", env.RunID, env.Incarnation)
 	stop := keepAlive(ctx, "tearing down")
 	defer stop()
 	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
-	a.keepLogs(ctx, env)
+	a.keepLogs(ctx, env, "")
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}

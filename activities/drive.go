@@ -60,6 +60,10 @@ type LostDetails struct {
 	Windows   int
 	Gaps      int
 	Reason    string
+	// TargetExited: the environment is there but its target stopped (the
+	// check found its process or container gone, the database up): a
+	// restart (target.restart) can bring it back with its data.
+	TargetExited bool `json:",omitempty"`
 }
 
 // errTargetFailed is returned from the sink when the environment stopped
@@ -114,8 +118,10 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		if err := a.check(ctx, in.Env); err != nil {
 			log.Warn("resuming a drive: environment is gone", "err", err)
 			msg := fmt.Sprintf("environment %s of run %s is gone: %v", in.Env.ID, in.RunID, err)
+			var fe interface{ FaultEvent() window.Event }
+			exited := errors.As(err, &fe) && fe.FaultEvent().Kind == window.EventTargetExit
 			return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeEnvironmentLost, err,
-				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: err.Error()})
+				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: err.Error(), TargetExited: exited})
 		}
 	}
 	res.NextIndex = first

@@ -31,11 +31,12 @@ type LogReader interface {
 }
 
 // keepLogs stores the output of env's processes with the run, masked and
-// gzipped, before teardown removes them. It never fails the teardown: a
-// log that cannot be read or stored is a warning. A retried teardown
-// writes the same logs again (the store replaces them), unless they are
-// already gone — then what the first attempt stored stays.
-func (a *Activities) keepLogs(ctx context.Context, env Environment) {
+// gzipped, before teardown removes them (only: the one source to keep, ""
+// for all; a restart keeps the crashed target's). It never fails the
+// teardown: a log that cannot be read or stored is a warning. A retried
+// teardown writes the same logs again (the store replaces them), unless
+// they are already gone — then what the first attempt stored stays.
+func (a *Activities) keepLogs(ctx context.Context, env Environment, only string) {
 	lr, ok := a.Provisioner.(LogReader)
 	if !ok || env.RunID == "" {
 		return
@@ -53,7 +54,7 @@ func (a *Activities) keepLogs(ctx context.Context, env Environment) {
 		mask = targetlog.NewMasker(targetlog.Secrets(run.Scenario, os.LookupEnv))
 	}
 	for _, o := range outs {
-		if len(o.Text) == 0 {
+		if len(o.Text) == 0 || (only != "" && o.Source != only) {
 			continue
 		}
 		text := []byte(mask.String(string(o.Text)))

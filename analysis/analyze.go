@@ -67,8 +67,9 @@ func Analyze(ws []window.Window, opts Options) Result {
 	var out []Finding
 	var lastMissing []string
 	runStart := firstStart(ws)
-	for _, inc := range a.split(ws) {
-		fs := append(inc.crashes(runStart), inc.databaseStops(runStart)...)
+	incs := a.split(ws)
+	for k, inc := range incs {
+		fs := append(inc.crashes(runStart, incs[k+1:]), inc.databaseStops(runStart)...)
 		fs = append(fs, inc.storeBehind()...)
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {

@@ -19,9 +19,13 @@ const crashLines = 50
 // (warm-up windows included: a crash is a crash whenever it happens). A
 // crash needs no minimum of windows, so it is never "insufficient data".
 // runStart is the start of the run's first window, for the time into the run.
-func (inc *incarnation) crashes(runStart time.Time) []Finding {
+// later are the incarnations after this one: when the next one follows
+// the last crash (target.restart started the target again), the finding
+// says so and how long the target was down.
+func (inc *incarnation) crashes(runStart time.Time, later []*incarnation) []Finding {
 	var out []Finding
 	var served int64
+	var lastAt time.Time // when the last crash happened
 	for _, w := range inc.all {
 		served += answered(w)
 		for _, ev := range w.Events {
@@ -29,9 +33,31 @@ func (inc *incarnation) crashes(runStart time.Time) []Finding {
 				continue
 			}
 			out = append(out, crashFinding(inc.num, w, ev, served, runStart))
+			if lastAt = ev.At; lastAt.IsZero() {
+				lastAt = w.End
+			}
 		}
 	}
+	if len(out) > 0 && len(later) > 0 && later[0].num == inc.num+1 && len(later[0].all) > 0 {
+		noteRestart(&out[len(out)-1], lastAt, later[0])
+	}
 	return out
+}
+
+// noteRestart adds to a crash finding that the target was started again
+// as incarnation next and was down from the crash (at) until next's first
+// window began (the target answered its health check just before).
+func noteRestart(f *Finding, at time.Time, next *incarnation) {
+	if at.IsZero() || next.all[0].Start.IsZero() {
+		return
+	}
+	down := next.all[0].Start.Sub(at).Seconds()
+	if down < 0 {
+		return
+	}
+	f.Summary += fmt.Sprintf("; restarted (incarnation %d), down for %.1f s", next.num, down)
+	f.Evidence.Notes["down_seconds"] = down
+	f.Evidence.Notes["restarted_incarnation"] = float64(next.num)
 }
 
 // answered counts the requests of w that got a response, whatever its status.

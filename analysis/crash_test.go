@@ -162,3 +162,61 @@ func TestCrashFinding(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashFindingsAcrossRestarts: a target restarted twice (target.restart)
+// has one crash finding per crash, each in its incarnation, each saying
+// which incarnation came next and how long the target was down (from the
+// crash to the next incarnation's first window); the last crash, with no
+// incarnation after it, says nothing of a restart.
+func TestCrashFindingsAcrossRestarts(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	a := crashRun(1, 4, t0)
+	a[2].Events = []window.Event{{Kind: window.EventTargetExit, At: t0.Add(25 * time.Second), Signal: 9}}
+	// The slot lost to the restart is a gap; incarnation 2 starts 52 s in.
+	gap := window.Window{Incarnation: 2, Index: 4, Start: a[3].End, End: t0.Add(52 * time.Second), Gap: true}
+	b := crashRun(2, 4, t0.Add(52*time.Second))
+	for i := range b {
+		b[i].Index += 5
+	}
+	b[1].Events = []window.Event{{Kind: window.EventTargetExit, Signal: 9}} // time unknown: its window's end
+	c := crashRun(3, 3, b[3].End.Add(3*time.Second))
+	for i := range c {
+		c[i].Index += 10
+	}
+	c[2].Events = []window.Event{{Kind: window.EventTargetExit, ExitCode: new(2)}}
+	ws := append(append(append(a, gap), b...), c...)
+
+	var crashes []Finding
+	for _, f := range Analyze(ws, Options{WarmupWindows: 1}).Findings {
+		if f.Kind == KindCrash {
+			crashes = append(crashes, f)
+		}
+	}
+	if len(crashes) != 3 {
+		t.Fatalf("%d crash findings, want 3", len(crashes))
+	}
+	want := []struct {
+		inc     int
+		summary string
+		down    float64
+	}{
+		{1, "; restarted (incarnation 2), down for 27.0 s", 27},
+		{2, "; restarted (incarnation 3), down for 23.0 s", 23}, // window 6 ended 72 s in; incarnation 3 began at 95 s
+		{3, "", 0},
+	}
+	for i, w := range want {
+		f := crashes[i]
+		if f.Incarnation != w.inc || f.Severity != Critical {
+			t.Errorf("crash %d: incarnation %d %s, want %d critical", i, f.Incarnation, f.Severity, w.inc)
+		}
+		if w.summary == "" {
+			if strings.Contains(f.Summary, "restarted") {
+				t.Errorf("crash %d: %q says restarted; nothing came after it", i, f.Summary)
+			}
+			continue
+		}
+		if !strings.HasSuffix(f.Summary, w.summary) || f.Evidence.Notes["down_seconds"] != w.down || f.Evidence.Notes["restarted_incarnation"] != float64(w.inc+1) {
+			t.Errorf("crash %d: %q (notes %v), want it to end %q", i, f.Summary, f.Evidence.Notes, w.summary)
+		}
+	}
+}

@@ -164,6 +164,10 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 		return env, err
 	}
 	env.TargetURL = scheme + "://127.0.0.1:" + strconv.Itoa(port)
+	// What a restart (target.restart) needs to start the same target again.
+	if err := writeLaunch(envDir, targetLaunch{Data: data, Dir: targetDir}); err != nil {
+		return env, err
+	}
 
 	logPath := filepath.Join(envDir, "target.log")
 	exited, err := l.start(argv, targetDir, vars, markerFor(env.ID, ""), logPath, nil, func(pid int) {
@@ -175,11 +179,7 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 	}
 	log.Info("target started", "pid", env.Target.PID, "url", env.TargetURL)
 
-	timeout := t.HealthTimeout.D()
-	if timeout <= 0 {
-		timeout = DefaultHealthTimeout
-	}
-	if err := waitReady(ctx, env.TargetURL, t.Health, timeout, exited); err != nil {
+	if err := waitReady(ctx, env.TargetURL, t.Health, healthTimeout(t.HealthTimeout.D()), exited); err != nil {
 		return env, fmt.Errorf("target %s: %w", env.TargetURL, errWithTail(err, "its log", lastLines(logPath, 20)))
 	}
 	log.Info("target ready", "url", env.TargetURL)

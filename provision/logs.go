@@ -38,7 +38,8 @@ type LogReader interface {
 }
 
 // Logs reads the target's and the database's output files of a local
-// environment (envDir/target.log, envDir/ROLE.log).
+// environment (envDir/target.log, envDir/ROLE.log; for an incarnation
+// whose target was restarted since, envDir/target.N.log).
 func (l *Local) Logs(_ context.Context, env Environment, maxBytes int) ([]Output, error) {
 	if err := l.sameHost(env); err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", env.ID, err)
@@ -46,7 +47,7 @@ func (l *Local) Logs(_ context.Context, env Environment, maxBytes int) ([]Output
 	if env.EnvDir == "" {
 		return nil, nil
 	}
-	files := []struct{ source, name string }{{LogTarget, "target.log"}}
+	files := []struct{ source, name string }{{LogTarget, filepath.Base(targetLogName(env.EnvDir, env.Incarnation))}}
 	if env.Database != nil && env.Database.Process.PID > 0 {
 		files = append(files, struct{ source, name string }{LogDatabase, dbRole(env.Database.Kind) + ".log"})
 	}
@@ -98,16 +99,20 @@ func fromLineStart(b []byte) []byte {
 
 // Logs reads the target's and the database's container output.
 func (d *Docker) Logs(ctx context.Context, env Environment, maxBytes int) ([]Output, error) {
-	ids := []struct{ source, id string }{{LogTarget, env.Target.ContainerID}}
+	type proc struct {
+		source, id string
+		since      time.Time // a restarted target's incarnation starts there
+	}
+	ids := []proc{{LogTarget, env.Target.ContainerID, env.Target.StartedAt}}
 	if env.Database != nil {
-		ids = append(ids, struct{ source, id string }{LogDatabase, env.Database.Process.ContainerID})
+		ids = append(ids, proc{source: LogDatabase, id: env.Database.Process.ContainerID})
 	}
 	var out []Output
 	for _, c := range ids {
 		if c.id == "" {
 			continue
 		}
-		text, truncated, err := containerOutput(ctx, d.cli, c.id, maxBytes)
+		text, truncated, err := containerOutput(ctx, d.cli, c.id, maxBytes, c.since)
 		if err != nil {
 			return out, fmt.Errorf("logs of %s: %s container %s: %w", env.ID, c.source, shortID(c.id), err)
 		}
@@ -119,10 +124,14 @@ func (d *Docker) Logs(ctx context.Context, env Environment, maxBytes int) ([]Out
 // containerOutput is the last maxBytes of a container's output. The
 // engine cuts by lines: it is asked for more lines than maxBytes could
 // hold at 40 bytes a line, and the rest cut here.
-func containerOutput(ctx context.Context, cli client.APIClient, id string, maxBytes int) ([]byte, bool, error) {
+func containerOutput(ctx context.Context, cli client.APIClient, id string, maxBytes int, since time.Time) ([]byte, bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	rc, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(maxBytes/40 + 1)})
+	opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(maxBytes/40 + 1)}
+	if !since.IsZero() {
+		opts.Since = since.Format(time.RFC3339Nano)
+	}
+	rc, err := cli.ContainerLogs(ctx, id, opts)
 	if err != nil {
 		return nil, false, err
 	}

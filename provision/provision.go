@@ -189,6 +189,10 @@ type Process struct {
 	// DataDir is a directory owned by this process that teardown removes
 	// (local PostgreSQL cluster, build output).
 	DataDir string `json:"data_dir,omitempty"`
+	// StartedAt is when a restarted target container was started again
+	// (TargetRestarter); its log for the incarnation starts there. Zero
+	// for a target as provisioned.
+	StartedAt time.Time `json:"started_at,omitzero"`
 }
 
 // DatabaseEndpoint is a provisioned database.

@@ -301,6 +301,7 @@ var formatTypes = map[string]struct {
 	"scenarios.Target":      {"target", reflect.TypeFor[Target]()},
 	"scenarios.Build":       {"build", reflect.TypeFor[Build]()},
 	"scenarios.Resources":   {"resources", reflect.TypeFor[Resources]()},
+	"scenarios.Restart":     {"restart", reflect.TypeFor[Restart]()},
 	"scenarios.Database":    {"database", reflect.TypeFor[Database]()},
 	"scenarios.Probes":      {"probes", reflect.TypeFor[Probes]()},
 	"scenarios.Compare":     {"compare", reflect.TypeFor[Compare]()},

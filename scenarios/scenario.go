@@ -202,6 +202,40 @@ type Target struct {
 	HealthTimeout Duration `yaml:"health_timeout" json:"health_timeout,omitempty"`
 	// Resources limit the target container (docker provider).
 	Resources Resources `yaml:"resources" json:"resources"`
+	// Restart says whether a target that crashes mid-soak is started again
+	// (nil: never, the run ends failed).
+	Restart *Restart `yaml:"restart" json:"restart,omitempty"`
+}
+
+// Restart policies of target.restart.policy.
+const (
+	// RestartNever: a crash ends the run (the default).
+	RestartNever = "no"
+	// RestartOnFailure: a target that stops mid-soak is started again, at
+	// most Max times, as a new incarnation of the same environment (its
+	// database and data kept).
+	RestartOnFailure = "on-failure"
+)
+
+// DefaultRestartMax is target.restart.max when the policy is on-failure and
+// max is not given.
+const DefaultRestartMax = 3
+
+// Restart is target.restart: {policy: on-failure, max: N}.
+type Restart struct {
+	Policy string `yaml:"policy" json:"policy,omitempty"`
+	// Max is how many times the target is restarted in one run; the crash
+	// after the last allowed restart ends the run.
+	Max int `yaml:"max" json:"max,omitempty"`
+}
+
+// Restarts is how many times a crashed target may be restarted in one run
+// (0 when the policy is not on-failure).
+func (t Target) Restarts() int {
+	if t.Restart == nil || t.Restart.Policy != RestartOnFailure {
+		return 0
+	}
+	return t.Restart.Max
 }
 
 // Build says how to build the target.

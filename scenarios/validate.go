@@ -467,6 +467,7 @@ func (v *validator) validateEnvironment() {
 	if t.Resources.PIDs < 0 {
 		v.errf(tp("resources", "pids"), "resources.pids must be ≥ 0")
 	}
+	v.validateRestart(provisioned)
 	v.validateProtocol()
 	switch e.Database.Kind {
 	case "", "none":
@@ -478,6 +479,41 @@ func (v *validator) validateEnvironment() {
 		v.errf(ep("database", "kind"), "database.kind %q is not one of none, %s", e.Database.Kind, strings.Join(DatabaseKinds, ", "))
 	}
 }
+
+// validateRestart checks target.restart and fills in its defaults: policy
+// on-failure restarts at most max (default DefaultRestartMax) times; "no"
+// never does.
+func (v *validator) validateRestart(provisioned bool) {
+	r := v.s.Environment.Target.Restart
+	if r == nil {
+		return
+	}
+	rp := func(k ...any) []any { return join(p("environment", "target", "restart"), k...) }
+	switch r.Policy {
+	case RestartOnFailure:
+		switch {
+		case r.Max == 0 && !v.has(rp("max")...):
+			r.Max = DefaultRestartMax
+		case r.Max < 1 || r.Max > maxRestarts:
+			v.errf(rp("max"), "target.restart.max must be within 1..%d (how many times a crashed target is started again), got %d", maxRestarts, r.Max)
+		}
+		if !provisioned {
+			v.errf(rp(), "target.restart needs a target longhaul starts (target.command or target.image), not target.url")
+		}
+	case RestartNever:
+		if r.Max != 0 {
+			v.errf(rp("max"), "target.restart.max is for policy on-failure; policy no never restarts")
+		}
+	case "":
+		v.errf(rp("policy"), "target.restart.policy is required: on-failure (start a crashed target again) or no")
+	default:
+		v.errf(rp("policy"), "target.restart.policy %q is not one of on-failure, no", r.Policy)
+	}
+}
+
+// maxRestarts bounds target.restart.max: a target that crashes this often
+// in one run has told what there is to tell.
+const maxRestarts = 100
 
 // checkLoopbackURL accepts http(s) URLs whose host is a loopback address:
 // longhaul only ever sends load to the machine it runs on.

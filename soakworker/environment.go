@@ -17,10 +17,19 @@ import (
 type provisionAdapter struct{ p provision.Provisioner }
 
 func (pa provisionAdapter) Provision(ctx context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
-	env, err := pa.p.Provision(ctx, provision.Request{
+	return toActivityEnvErr(pa.p.Provision(ctx, provisionRequest(req)))
+}
+
+func provisionRequest(req activities.ProvisionRequest) provision.Request {
+	return provision.Request{
 		RunID: req.RunID, Incarnation: req.Incarnation, Spec: req.Spec,
 		Provider: req.Provider, ExtraEnv: req.ExtraEnv, Publish: req.Publish, Prebuilt: req.Prebuilt,
-	})
+	}
+}
+
+// toActivityEnvErr converts what a provisioner returned: the (partial)
+// environment, and its error before a conversion's.
+func toActivityEnvErr(env provision.Environment, err error) (activities.Environment, error) {
 	out, cerr := toActivityEnv(env)
 	if err != nil {
 		return out, err
@@ -52,6 +61,23 @@ func (pa provisionAdapter) Logs(ctx context.Context, env activities.Environment,
 		res = append(res, activities.Output{Source: o.Source, Text: o.Text, Truncated: o.Truncated})
 	}
 	return res, err
+}
+
+// RestartTarget starts env's crashed target again, when the provisioner can.
+func (pa provisionAdapter) RestartTarget(ctx context.Context, env activities.Environment, req activities.ProvisionRequest) (activities.Environment, error) {
+	tr, ok := pa.p.(provision.TargetRestarter)
+	if !ok {
+		return env, errors.New("this provisioner cannot restart a target")
+	}
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return env, err
+	}
+	out, err := toActivityEnvErr(tr.RestartTarget(ctx, provisionRequest(req), e))
+	// The database is kept, and its DSN with it: Raw has it without the
+	// password, which the probes need.
+	out.DatabaseURL = env.DatabaseURL
+	return out, err
 }
 
 func (pa provisionAdapter) Check(ctx context.Context, env activities.Environment) error {

@@ -92,6 +92,9 @@ type SoakState struct {
 	// HoldsSlot is set while the soak holds a measurement slot on its host
 	// (claimed by ClaimSlot; released once the final status is recorded).
 	HoldsSlot bool `json:",omitempty"`
+	// Restarts counts the times the target crashed and was started again
+	// (target.restart); each restart is an incarnation too.
+	Restarts int `json:",omitempty"`
 }
 
 // SoakResult is the outcome of a soak. A failed soak returns it as the
@@ -139,6 +142,9 @@ const (
 	provisionHeartbeatChange = "provision-heartbeat"
 	teardownHeartbeatChange  = "teardown-heartbeat"
 	slotsChange              = "measurement-slots"
+	// targetRestartChange: a crashed target is started again when the
+	// scenario's target.restart allows (RestartPolicy, RestartTarget).
+	targetRestartChange = "target-restart"
 )
 
 // DefaultHostWait is SoakInput.HostWait when 0.
@@ -305,16 +311,42 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			if isAppError(err, activities.ErrTypeTargetFailed, &dr) {
 				s.st.Windows += dr.Windows
 				s.st.Gaps += dr.Gaps
+				s.st.NextIndex = max(s.st.NextIndex, dr.NextIndex)
+				// Version 1: the target is started again when the scenario
+				// allows one more restart. Only a crash asks for the
+				// version, so histories without one replay unchanged.
+				if s.st.NextIndex < s.total && workflow.GetVersion(ctx, targetRestartChange, workflow.DefaultVersion, 1) >= 1 {
+					restarted, rerr := s.restartTarget(ctx, err)
+					if rerr != nil {
+						return SoakResult{}, rerr
+					}
+					if restarted {
+						continue
+					}
+				}
 			}
 			return SoakResult{}, err
 		}
-		// The environment went down while no worker watched it: replace it.
-		workflow.GetLogger(ctx).Warn("environment lost; provisioning a new incarnation", "incarnation", s.st.Incarnation, "reason", lost.Reason)
 		s.st.Windows += lost.Windows
 		s.st.Gaps += lost.Gaps
 		s.st.NextIndex = max(s.st.NextIndex, lost.NextIndex)
+		// Version 1 of target-restart: a target that stopped while no
+		// worker watched it is restarted like one that crashed under
+		// load, its database kept, when the scenario allows. Only such a
+		// loss asks for the version.
+		if lost.TargetExited && s.st.NextIndex < s.total && workflow.GetVersion(ctx, targetRestartChange, workflow.DefaultVersion, 1) >= 1 {
+			restarted, rerr := s.restartTarget(ctx, err)
+			if rerr != nil {
+				return SoakResult{}, rerr
+			}
+			if restarted {
+				continue
+			}
+		}
+		// The environment went down while no worker watched it: replace it.
+		workflow.GetLogger(ctx).Warn("environment lost; provisioning a new incarnation", "incarnation", s.st.Incarnation, "reason", lost.Reason)
 		s.teardown(ctx)
-		if s.st.Incarnation >= MaxIncarnations {
+		if s.provisioned() >= MaxIncarnations {
 			return SoakResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("environment lost %d times; last: %s", s.st.Incarnation, lost.Reason), ErrTypeSoakFailed, nil)
 		}
@@ -323,6 +355,73 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		}
 	}
 	return s.result(store.Completed, s.stoppedBy), nil
+}
+
+// provisioned is how many environments the soak provisioned: its
+// incarnations but the restarts of a crashed target, which MaxIncarnations
+// does not bound (target.restart.max does).
+func (s *soak) provisioned() int { return s.st.Incarnation - s.st.Restarts }
+
+// restartTarget starts the crashed target of the soak's environment again
+// as its next incarnation, when the scenario's target.restart allows one
+// more restart (restarted false: it allows none; the crash ends the run as
+// without the policy). crash is the drive's error: the run's reason when
+// the restarts are used up or restarting fails.
+func (s *soak) restartTarget(ctx workflow.Context, crash error) (restarted bool, err error) {
+	var a *activities.Activities
+	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           activities.GeneralQueue,
+		StartToCloseTimeout: generalTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
+	})
+	var allowed int
+	if err := workflow.ExecuteActivity(general, a.RestartPolicy, activities.RestartPolicyInput{RunID: s.in.RunID}).Get(ctx, &allowed); err != nil {
+		return false, err
+	}
+	if allowed == 0 {
+		return false, nil
+	}
+	if s.st.Restarts >= allowed {
+		return false, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s (restarted %s already, as many as target.restart.max allows)", failureReason(crash), times(s.st.Restarts)), ErrTypeSoakFailed, crash)
+	}
+	// On the host, like Provision: heartbeats while it waits for the
+	// target's health; an attempt lost with its worker is retried (a
+	// restart is idempotent).
+	hctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              s.st.HostQueue,
+		StartToCloseTimeout:    provisionTimeout,
+		ScheduleToStartTimeout: s.hostWait(),
+		HeartbeatTimeout:       ProvisionHeartbeatTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario, activities.ErrTypeProvision}},
+	})
+	in := activities.RestartInput{
+		RunID: s.in.RunID, Env: *s.st.Env, Index: s.st.NextIndex, Total: s.total,
+		Provider: s.in.Provider, TargetEnv: s.in.TargetEnv, Build: s.in.Build,
+	}
+	var res activities.RestartResult
+	if err := workflow.ExecuteActivity(hctx, a.RestartTarget, in).Get(ctx, &res); err != nil {
+		if temporal.IsCanceledError(err) {
+			return false, err
+		}
+		return false, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s; restarting it failed: %s", failureReason(crash), failureReason(err)), ErrTypeSoakFailed, err)
+	}
+	s.st.Restarts++
+	s.st.Incarnation = res.Env.Incarnation
+	s.st.Env = &res.Env
+	s.st.Gaps += res.Gaps
+	s.st.NextIndex = max(s.st.NextIndex, res.NextIndex)
+	workflow.GetLogger(ctx).Warn("target restarted", "incarnation", s.st.Incarnation, "restarts", s.st.Restarts, "down_seconds", res.DownSeconds)
+	return true, nil
+}
+
+// times says n times in words: "1 time", "2 times".
+func times(n int) string {
+	if n == 1 {
+		return "1 time"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // claimSlot takes a measurement slot for the soak and makes its host the
@@ -347,9 +446,9 @@ func (s *soak) releaseSlot(ctx workflow.Context) {
 // torn down from here: that host's `longhaul sweep`, or its worker's
 // sweeper when it returns, removes it) and claims a slot on another.
 func (s *soak) moveHost(ctx workflow.Context) error {
-	if s.st.Incarnation >= MaxIncarnations {
+	if s.provisioned() >= MaxIncarnations {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("host %s gone and %d incarnations used", activities.HostID(s.st.HostQueue), s.st.Incarnation), ErrTypeSoakFailed, nil)
+			fmt.Sprintf("host %s gone and %d incarnations used", activities.HostID(s.st.HostQueue), s.provisioned()), ErrTypeSoakFailed, nil)
 	}
 	s.st.Env = nil
 	s.releaseSlot(ctx)

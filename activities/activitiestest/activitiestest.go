@@ -442,9 +442,49 @@ type Provisioner struct {
 	TornDown    []string
 	// Fail, if set, makes Provision fail with it.
 	Fail error
+	// Restarted lists the environment ids whose target RestartTarget
+	// started again, in call order.
+	Restarted []string
+	// RestartFail, if set, makes RestartTarget fail with it.
+	RestartFail error
+	// Exits makes Check of a killed environment say how its target
+	// stopped (an error carrying a window.EventTargetExit, as package
+	// provision's ExitError does), so drives record it in their windows.
+	Exits bool
 }
 
-var _ activities.Provisioner = (*Provisioner)(nil)
+// TargetExit is Check's error for a killed environment when
+// Provisioner.Exits is set.
+type TargetExit struct{ ID string }
+
+func (e TargetExit) Error() string { return e.ID + ": target exited (signal 9: killed)" }
+
+// FaultEvent is the event a drive records.
+func (e TargetExit) FaultEvent() window.Event {
+	return window.Event{Kind: window.EventTargetExit, Signal: 9, Detail: "the target of " + e.ID + " exited (signal 9: killed)"}
+}
+
+var (
+	_ activities.Provisioner     = (*Provisioner)(nil)
+	_ activities.TargetRestarter = (*Provisioner)(nil)
+)
+
+// RestartTarget implements activities.TargetRestarter: the environment is
+// up again, with the same id, as incarnation req.Incarnation.
+func (p *Provisioner) RestartTarget(_ context.Context, env activities.Environment, req activities.ProvisionRequest) (activities.Environment, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.RestartFail != nil {
+		return env, p.RestartFail
+	}
+	if p.alive == nil {
+		p.alive = map[string]bool{}
+	}
+	p.alive[env.ID] = true
+	p.Restarted = append(p.Restarted, env.ID)
+	env.Incarnation = req.Incarnation
+	return env, nil
+}
 
 // Provision implements activities.Provisioner.
 func (p *Provisioner) Provision(_ context.Context, req activities.ProvisionRequest) (activities.Environment, error) {
@@ -483,6 +523,9 @@ func (p *Provisioner) Check(_ context.Context, env activities.Environment) error
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.alive[env.ID] {
+		if p.Exits {
+			return TargetExit{env.ID}
+		}
 		return fmt.Errorf("%s: %w", env.ID, ErrGone)
 	}
 	return nil

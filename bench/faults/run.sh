@@ -3,8 +3,11 @@
 # e2e target (cmd/longhaul/testdata/soaktarget) on the local provider with
 # 1 s windows, injects one fault, and prints what the user saw.
 #
-#   bench/faults/run.sh [rows...]     rows: kill9 hang dbrestart oom storedown
-#                                     diskfull temporalrestart (default: all)
+#   bench/faults/run.sh [rows...]     rows: kill9 kill9-restart hang dbrestart oom
+#                                     storedown diskfull temporalrestart (default: all)
+#
+# kill9-restart is kill9 with target.restart {policy: on-failure, max: 3}:
+# the target is started again in the same environment and the soak goes on.
 #
 # dbrestart soaks scenarios/demo.yaml on the docker provider (the demo
 # target on PostgreSQL; the images of scripts/offline-images.sh or pulled)
@@ -25,10 +28,12 @@
 # longhaul line about it), windows lost (gap rows), run outcome, findings,
 # connect failures per second once the target was gone, time to recover
 # (from the end of the fault to the first window with answered requests).
+# "windows lost" is the gap rows (slots recorded as lost: a restart's);
+# committed lost counts the slots that are neither a window nor a gap.
 # Needs: go, jq. Writes only under a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROWS=${*:-"kill9 hang dbrestart oom storedown diskfull temporalrestart"}
+ROWS=${*:-"kill9 kill9-restart hang dbrestart oom storedown diskfull temporalrestart"}
 WORK=$(mktemp -d /tmp/longhaul-faults.XXXXXX)
 chmod 755 "$WORK" # the postgres user reads its cluster's directory under it
 cleanup() {
@@ -66,8 +71,11 @@ pg_start() {
 }
 pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$1" -m fast -w stop >/dev/null; }
 
-# scenario NAME [SECONDS]: the local soak of the e2e target.
+# scenario NAME [SECONDS] [RESTART]: the local soak of the e2e target;
+# RESTART, when given, is its target.restart.
 scenario() {
+  local restart=""
+  [ -n "${3:-}" ] && restart="    restart: $3"
   cat >"$WORK/$1.yaml" <<YAML
 name: faults-$1
 load: {vus: 4, duration: ${2:-$DURATION}s, window: 1s, timeout: 2s}
@@ -77,6 +85,7 @@ environment:
     command: ["$WORK/soaktarget"]
     health: /health
     health_timeout: 20s
+$restart
 ops:
   - name: get
     weight: 1
@@ -141,7 +150,9 @@ row() {
     "$WORK/longhaul" run "$WORK/$name.yaml" --temporal 127.0.0.1:57233 --store "$data/longhaul.db" --data "$data/client" \
       --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
   else
-    scenario "$name"
+    restart=""
+    [ "$name" = kill9-restart ] && restart="{policy: on-failure, max: 3}"
+    scenario "$name" "" "$restart"
     "$WORK/longhaul" run "$WORK/$name.yaml" --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
   fi
   local lh=$!
@@ -158,7 +169,7 @@ row() {
   local at; at=$(date +%s.%N)
   local fault_end
   case $name in
-    kill9) kill -9 "$pid"; fault_end=$at ;;
+    kill9|kill9-restart) kill -9 "$pid"; fault_end=$at ;;
     hang)  kill -STOP "$pid"; sleep "$HANG"; kill -CONT "$pid"; fault_end=$(date +%s.%N) ;;
     dbrestart) docker restart -t 1 "$pid" >/dev/null; fault_end=$(date +%s.%N) ;;
     oom) fault_end=$at ;; # the target brings it on itself
@@ -180,19 +191,37 @@ row() {
     temporalrestart) kill -TERM "$worker" "$server"; wait "$worker" "$server" || true ;;
   esac
   local said; said=$(grep -m1 -E 'window [0-9]+: ' "$WORK/$name.err" || echo "(nothing)")
+  if [ "$name" = kill9-restart ]; then
+    said="$said / $(grep -m1 -E 'window [0-9]+: the target restarted' "$WORK/$name.err" || echo "(no restart line)")"
+  fi
   local rep; rep=$(grep '"type":"report"' "$WORK/$name.ndjson" | tail -1)
   local status gaps findings
   status=$(jq -r '.status' <<<"$rep")
   # windows lost: gap rows, plus slots before the last window that have no
   # row at all (a window never written)
   gaps=$(jq -s -r --argjson g "$(jq -r '.gaps // 0' <<<"$rep")" '[.[] | select(.index != null) | .index] | if length == 0 then $g else (max + 1 - (unique | length)) + $g end' "$WORK/$name.ndjson")
+  if [ "$name" = kill9-restart ]; then
+    # a restart records its slot as a gap; committed windows lost are the
+    # slots of the run neither committed nor recorded
+    local lost
+    lost=$(jq -s --argjson slots "$DURATION" '[.[] | select(.index != null) | .index] | unique | $slots - length' "$WORK/$name.ndjson")
+    gaps="$gaps ($lost committed lost)"
+  fi
   findings=$(jq -r '[.findings[] | select(.severity != "info") | "\(.severity) \(.kind)"] | join(", ") | if . == "" then "none" else . end' <<<"$rep")
+  # a restart's crash finding says what followed: show its summary
+  [ "$name" = kill9-restart ] && findings=$(jq -r '[.findings[] | select(.severity != "info") | if .kind == "crash" then "\(.severity) crash: \(.summary)" else "\(.severity) \(.kind)" end] | join(", ")' <<<"$rep")
   # connect failures per second in the windows after the fault; recovery:
   # the first window ending after fault_end with answered requests
   local cfps recover
   cfps=$(jq -s --arg at "$at" '[.[] | select(.index != null and .connect_failures != null) | .connect_failures] | if length == 0 then 0 else (add / length) end' "$WORK/$name.ndjson")
   recover=$(jq -s -r --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) > $fe and (.requests - (.connect_failures // 0) - (.errors.timeout // 0)) > 0) | ((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $fe)] | if length == 0 then "never (run ended)" else "≤ \(.[0] | floor + 1) s" end' "$WORK/$name.ndjson")
   case $name in kill9|oom) recover="— (no restart: the run ends)" ;; esac
+  if [ "$name" = kill9-restart ]; then
+    # recovered: the restarted incarnation's first window starts (its
+    # target answered the health check just before)
+    recover=$(jq -s -r --argjson at "$at" 'def t: (sub("\\.[0-9]+Z$"; "Z") | fromdate) + ((capture("\\.(?<f>[0-9]+)Z$").f // "0") | "0." + . | tonumber);
+      [.[] | select(.index != null and (.incarnation // 1) > 1 and (.gap | not)) | (.start | t) - $at] | if length == 0 then "never (run ended)" else "\(.[0] * 10 | round / 10) s" end' "$WORK/$name.ndjson")
+  fi
   if [ "$name" = dbrestart ]; then
     # the target answers during the restart, with errors: recovered is the
     # first window after it with at most 1 % errors

@@ -1,0 +1,170 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+// TargetRestarter is a Provisioner that can start the crashed target of an
+// environment again as its next incarnation, keeping the database and its
+// data (package provision's local and docker providers, through the
+// worker's adapter). req.Incarnation is the new incarnation; the returned
+// Environment has it, and the same ID.
+type TargetRestarter interface {
+	RestartTarget(ctx context.Context, env Environment, req ProvisionRequest) (Environment, error)
+}
+
+// RestartPolicyInput names the run whose scenario says whether a crashed
+// target is restarted.
+type RestartPolicyInput struct{ RunID string }
+
+// RestartPolicy returns how many times the run's target may be restarted
+// after a crash (the scenario's target.restart: max with policy on-failure,
+// else 0). It runs on the general queue; the workflow decides with it.
+func (a *Activities) RestartPolicy(ctx context.Context, in RestartPolicyInput) (int, error) {
+	s, _, err := a.scenario(ctx, in.RunID, Overrides{})
+	if err != nil {
+		return 0, err
+	}
+	return s.Environment.Target.Restarts(), nil
+}
+
+// RestartInput asks for the crashed target of Env to be started again.
+type RestartInput struct {
+	RunID string
+	// Env is the environment as the crashed incarnation had it.
+	Env Environment
+	// Index is the first window slot the crashed drive did not drive: the
+	// slot lost while the target was down, recorded as a gap. Total is the
+	// run's number of slots.
+	Index, Total int
+	// Provider, TargetEnv and Build are the soak's, as for Provision.
+	Provider  string
+	TargetEnv map[string]string
+	Build     *store.Build
+}
+
+// RestartResult is the new incarnation and where driving goes on.
+type RestartResult struct {
+	Env Environment
+	// NextIndex is the first slot to drive; Gaps the gaps recorded (1: the
+	// slot lost while the target was down).
+	NextIndex int
+	Gaps      int
+	// DownSeconds is how long the target was down: from its crash (or the
+	// end of the last window it answered in) until it was healthy again.
+	DownSeconds float64
+}
+
+// RestartTarget starts the crashed target of a run's environment again
+// (target.restart): the output of the crashed incarnation is kept with the
+// run, the provisioner restarts the target in the same environment (its
+// database and data kept) and waits until it is healthy, the run records
+// the new incarnation, and the slot lost meanwhile becomes a gap of the new
+// incarnation. It runs on the environment's host and is idempotent: a retry
+// restarts the target again and finds the gap already recorded.
+func (a *Activities) RestartTarget(ctx context.Context, in RestartInput) (RestartResult, error) {
+	next := in.Env.Incarnation + 1
+	log := a.logger().With("run", in.RunID, "incarnation", next)
+	s, run, err := a.scenario(ctx, in.RunID, Overrides{})
+	if err != nil {
+		return RestartResult{}, err
+	}
+	restarter, ok := a.Provisioner.(TargetRestarter)
+	if !ok {
+		return RestartResult{}, temporal.NewNonRetryableApplicationError("this worker's provisioner cannot restart a target", ErrTypeProvision, nil)
+	}
+	spec, prebuilt := s.Environment, ""
+	if in.Build != nil {
+		spec, prebuilt = ApplyBuild(spec, *in.Build)
+	}
+	a.retried(ctx, "restart the target", in.RunID, next)
+	stop := keepAlive(ctx, "restarting the target")
+	defer stop()
+	a.keepLogs(ctx, in.Env, "target")
+	env, err := restarter.RestartTarget(ctx, in.Env, ProvisionRequest{
+		RunID: in.RunID, Incarnation: next, Spec: spec,
+		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes), Prebuilt: prebuilt,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return RestartResult{}, ctx.Err()
+		}
+		return RestartResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("restart the target of run %s (incarnation %d): %v", in.RunID, next, err), ErrTypeProvision, nil)
+	}
+	if err := a.recordEnvironment(ctx, run, env); err != nil {
+		return RestartResult{}, fmt.Errorf("restart the target of run %s: record environment: %w", in.RunID, err)
+	}
+	res := RestartResult{Env: env, NextIndex: in.Index}
+	crashedAt, lastEnd, err := a.crashTimes(ctx, in.RunID, in.Env.Incarnation)
+	if err != nil {
+		return res, err
+	}
+	up := a.now()
+	if !crashedAt.IsZero() {
+		res.DownSeconds = up.Sub(crashedAt).Seconds()
+	}
+	if in.Index < in.Total {
+		if err := a.recordRestartGap(ctx, in.RunID, next, in.Index, lastEnd, up); err != nil {
+			return res, err
+		}
+		res.NextIndex, res.Gaps = in.Index+1, 1
+	}
+	log.Warn(fmt.Sprintf("the target restarted (incarnation %d), down for %.1f s", next, res.DownSeconds), "window", in.Index)
+	return res, nil
+}
+
+// crashTimes reads when incarnation's target crashed (its last
+// target-exit event, else the end of its last window) and the end of its
+// last window.
+func (a *Activities) crashTimes(ctx context.Context, runID string, incarnation int) (crashedAt, lastEnd time.Time, err error) {
+	ws, err := a.Store.Windows(ctx, runID, store.WindowQuery{Incarnation: incarnation})
+	if err != nil {
+		return crashedAt, lastEnd, fmt.Errorf("restart the target of run %s: read windows: %w", runID, err)
+	}
+	for _, w := range ws {
+		lastEnd = w.End
+		for _, ev := range w.Events {
+			if ev.Kind != window.EventTargetExit {
+				continue
+			}
+			crashedAt = ev.At
+			if crashedAt.IsZero() {
+				crashedAt = w.End
+			}
+		}
+	}
+	if crashedAt.IsZero() {
+		crashedAt = lastEnd
+	}
+	return crashedAt, lastEnd, nil
+}
+
+// recordRestartGap records slot index of the new incarnation as a gap (the
+// target was down), from the end of the crashed incarnation's last window
+// to when the target was up again, unless a retried restart recorded it.
+func (a *Activities) recordRestartGap(ctx context.Context, runID string, incarnation, index int, from, to time.Time) error {
+	ws, err := a.Store.Windows(ctx, runID, store.WindowQuery{Incarnation: incarnation, FromIndex: index})
+	if err != nil {
+		return fmt.Errorf("restart the target of run %s: read windows: %w", runID, err)
+	}
+	if len(ws) > 0 && ws[0].Index == index {
+		return nil
+	}
+	if from.IsZero() {
+		from = to
+	}
+	gap := window.Window{RunID: runID, Incarnation: incarnation, Index: index, Start: from, End: to, Gap: true}
+	if err := a.Store.PutWindow(ctx, gap); err != nil {
+		return fmt.Errorf("restart the target of run %s: record gap %d: %w", runID, index, err)
+	}
+	inc(a.counter("longhaul_soak_gaps_total"))
+	return nil
+}

@@ -1,0 +1,247 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/longhaul-dev/longhaul/activities"
+	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/store"
+)
+
+// restartYAML is a scenario whose target longhaul starts and restarts
+// after a crash, at most max times.
+func restartYAML(max int) string {
+	return fmt.Sprintf(`name: hello
+environment:
+  provider: local
+  target:
+    command: [./app]
+    restart: {policy: on-failure, max: %d}
+ops:
+  - {name: get, weight: 1, request: {method: GET, path: /items}}
+`, max)
+}
+
+// killTwice kills the target (the environment r1-1, whichever incarnation
+// runs in it) when the first drive reaches window 3 and the second window 8.
+func (f *fixture) killTwice() {
+	f.drv.Before = func(_ context.Context, call, index int) error {
+		if (call == 1 && index == 3) || (call == 2 && index == 8) {
+			f.prov.Kill("r1-1")
+		}
+		return nil
+	}
+}
+
+// loseWorkerAt kills the target and the drive's worker with it when the
+// first drive reaches window index: the retried drive resumes and finds
+// the environment's target stopped.
+func (f *fixture) loseWorkerAt(index int) {
+	f.drv.Before = func(_ context.Context, call, i int) error {
+		if call == 1 && i == index {
+			f.prov.Kill("r1-1")
+			return errors.New("worker died")
+		}
+		return nil
+	}
+}
+
+// completes runs the soak and checks that it completed with want, its
+// slots stored as keys ("incarnation/index", "gap" added) once each.
+func (f *fixture) completes(t *testing.T, want SoakResult, keys []string) {
+	t.Helper()
+	res, err := f.run()
+	if err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if res != want {
+		t.Errorf("result = %+v, want %+v", res, want)
+	}
+	got, _ := f.slots(t)
+	if strings.Join(got, ",") != strings.Join(keys, ",") {
+		t.Errorf("windows = %s\nwant      %s", strings.Join(got, ","), strings.Join(keys, ","))
+	}
+	f.checkNoRewrites(t)
+}
+
+// TestSoakTargetRestarts: with target.restart {policy: on-failure, max: 3}
+// a target that crashes twice is started again twice in the same
+// environment; the run completes with three incarnations, the slot lost
+// each time is a gap of the new incarnation, every slot is stored once and
+// the environment is provisioned once and torn down once.
+func TestSoakTargetRestarts(t *testing.T) {
+	f := newFixture(t, 12)
+	f.in.Scenario = restartYAML(3)
+	f.killTwice()
+	// Killed before window 3: windows 3 and 4 fail their checks, the drive
+	// stops after 4, slot 5 is lost to the restart; likewise 8, 9 and 10.
+	wantKeys := append(keysFor(1, 0, 4), "2/5gap")
+	wantKeys = append(wantKeys, keysFor(2, 6, 9)...)
+	wantKeys = append(wantKeys, "3/10gap", "3/11")
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 10, Gaps: 2, Incarnations: 3}, wantKeys)
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want {
+		t.Errorf("provisioned = %s, want %s (a restart keeps the environment)", got, want)
+	}
+	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1,r1-1"; got != want {
+		t.Errorf("restarted = %s, want %s", got, want)
+	}
+	if got, want := strings.Join(f.prov.TornDown, ","), "r1-1"; got != want {
+		t.Errorf("torn down = %s, want %s", got, want)
+	}
+	var incs []int
+	for _, c := range f.drv.Calls {
+		incs = append(incs, c.Incarnation)
+	}
+	if got, want := fmt.Sprint(incs), "[1 2 3]"; got != want {
+		t.Errorf("drives of incarnations %s, want %s", got, want)
+	}
+	run, _ := f.store.GetRun(context.Background(), "r1")
+	if run.Incarnations != 3 {
+		t.Errorf("run incarnations = %d, want 3", run.Incarnations)
+	}
+	f.checkNoRewrites(t)
+}
+
+// TestSoakTargetRestartsUsedUp: with max: 1 the second crash ends the run,
+// failed, saying the restarts are used up; the environment is torn down.
+func TestSoakTargetRestartsUsedUp(t *testing.T) {
+	f := newFixture(t, 12)
+	f.in.Scenario = restartYAML(1)
+	f.killTwice()
+	res, err := f.run()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeSoakFailed {
+		t.Fatalf("workflow error = %v, want a %s application error", err, ErrTypeSoakFailed)
+	}
+	if err := app.Details(&res); err != nil {
+		t.Fatalf("failure details: %v", err)
+	}
+	if res.Status != store.Failed || !strings.Contains(res.Reason, "target stopped answering") ||
+		!strings.Contains(res.Reason, "restarted 1 time already, as many as target.restart.max allows") {
+		t.Errorf("result = %+v, want failed: the target stopped answering, restarts used up", res)
+	}
+	if res.Incarnations != 2 || res.Windows != 9 || res.Gaps != 1 {
+		t.Errorf("result = %+v, want 2 incarnations, 9 windows, 1 gap", res)
+	}
+	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1"; got != want {
+		t.Errorf("restarted = %s, want %s", got, want)
+	}
+	if got, want := strings.Join(f.prov.TornDown, ","), "r1-1"; got != want {
+		t.Errorf("torn down = %s, want %s", got, want)
+	}
+	f.checkNoRewrites(t)
+}
+
+// TestSoakTargetRestartFails: a target that does not come back ends the
+// run, failed, with both reasons.
+func TestSoakTargetRestartFails(t *testing.T) {
+	f := newFixture(t, 12)
+	f.in.Scenario = restartYAML(3)
+	f.prov.RestartFail = errors.New("not answering 2xx on /health after 20s")
+	f.killTwice()
+	_, err := f.run()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrTypeSoakFailed {
+		t.Fatalf("workflow error = %v, want a %s application error", err, ErrTypeSoakFailed)
+	}
+	if !strings.Contains(app.Message(), "target stopped answering") || !strings.Contains(app.Message(), "restarting it failed: restart the target of run r1 (incarnation 2): not answering 2xx") {
+		t.Errorf("reason = %q", app.Message())
+	}
+	if got, want := strings.Join(f.prov.TornDown, ","), "r1-1"; got != want {
+		t.Errorf("torn down = %s, want %s", got, want)
+	}
+}
+
+// flakyRunStore fails the first PutRun after arm is set, as a store that
+// blips (or a worker that dies) in the middle of a restart.
+type flakyRunStore struct {
+	*activitiestest.Store
+	arm, failed bool
+}
+
+func (s *flakyRunStore) PutRun(ctx context.Context, r store.Run) error {
+	if s.arm && !s.failed {
+		s.failed = true
+		return errors.New("store unreachable")
+	}
+	return s.Store.PutRun(ctx, r)
+}
+
+// TestSoakTargetRestartRetried: a restart attempt that fails after it
+// restarted the target is retried; the retry restarts it again and the run
+// goes on as after one restart (the slot lost written once).
+func TestSoakTargetRestartRetried(t *testing.T) {
+	f := newFixture(t, 8)
+	f.in.Scenario = restartYAML(2)
+	flaky := &flakyRunStore{Store: f.store}
+	f.acts.Store = flaky
+	f.drv.Before = func(_ context.Context, call, index int) error {
+		if call == 1 && index == 3 {
+			f.prov.Kill("r1-1")
+			flaky.arm = true
+		}
+		return nil
+	}
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 7, Gaps: 1, Incarnations: 2},
+		append(keysFor(1, 0, 4), "2/5gap", "2/6", "2/7"))
+	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1,r1-1"; got != want || !flaky.failed {
+		t.Errorf("restarted = %s (store failed: %v), want %s", got, flaky.failed, want)
+	}
+}
+
+// TestSoakTargetDiesWithoutRestart: without target.restart a crash ends
+// the run as before: nothing is restarted.
+func TestSoakTargetDiesWithoutRestart(t *testing.T) {
+	f := newFixture(t, 12)
+	f.in.Scenario = strings.Replace(restartYAML(1), "    restart: {policy: on-failure, max: 1}\n", "", 1)
+	f.killTwice()
+	_, err := f.run()
+	if err == nil || !strings.Contains(err.Error(), "target stopped answering") || strings.Contains(err.Error(), "restart") {
+		t.Fatalf("workflow error = %v, want the target's failure alone", err)
+	}
+	if len(f.prov.Restarted) != 0 {
+		t.Errorf("restarted %v without target.restart", f.prov.Restarted)
+	}
+}
+
+var _ activities.Store = (*flakyRunStore)(nil)
+
+// TestSoakTargetRestartsAfterLostWorker: the worker dies during window 3
+// and the target with it; the resumed drive finds the target stopped (its
+// environment still there): with target.restart it is restarted in the
+// same environment instead of a new one being provisioned. Slot 3 is the
+// resumed drive's gap, slot 4 the restart's.
+func TestSoakTargetRestartsAfterLostWorker(t *testing.T) {
+	f := newFixture(t, 10)
+	f.in.Scenario = restartYAML(2)
+	f.prov.Exits = true
+	f.loseWorkerAt(3)
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 8, Gaps: 2, Incarnations: 2},
+		append(append(keysFor(1, 0, 2), "1/3gap", "2/4gap"), keysFor(2, 5, 9)...))
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want {
+		t.Errorf("provisioned = %s, want %s (restarted, not replaced)", got, want)
+	}
+	if got, want := strings.Join(f.prov.Restarted, ","), "r1-1"; got != want {
+		t.Errorf("restarted = %s, want %s", got, want)
+	}
+}
+
+// TestSoakLostTargetWithoutRestart: without target.restart a target found
+// stopped on resume is replaced with a new environment, as before.
+func TestSoakLostTargetWithoutRestart(t *testing.T) {
+	f := newFixture(t, 10)
+	f.prov.Exits = true
+	f.loseWorkerAt(3)
+	if _, err := f.run(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1,r1-2"; got != want || len(f.prov.Restarted) != 0 {
+		t.Errorf("provisioned = %s (restarted %v), want %s and no restart", got, f.prov.Restarted, want)
+	}
+}
