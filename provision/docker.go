@@ -208,6 +208,8 @@ func (d *Docker) databaseImages(db scenarios.Database) (want, offline string) {
 		want, offline = DefaultMySQLImage, OfflineMySQLImage
 	case "mariadb":
 		want, offline = DefaultMariaDBImage, OfflineMySQLImage
+	case "mongodb":
+		want = DefaultMongoImage // no offline build: MongoDB has no Debian package
 	default:
 		want, offline = d.opts.PostgresImage, d.opts.OfflineImage
 	}
@@ -224,6 +226,9 @@ func (d *Docker) databaseImage(ctx context.Context, db scenarios.Database) (img 
 	}
 	if want != fallback && d.imagePresent(ctx, fallback) {
 		return fallback, true, nil
+	}
+	if fallback == "" {
+		return "", false, fmt.Errorf("%w: database image %s is not present and cannot be pulled, and longhaul builds no offline %s image: load one into this docker engine (docker load, or docker pull where a registry is reachable), or set database.image to a local %s image", ErrImageMissing, want, dbKind(db), dbKind(db))
 	}
 	return "", false, fmt.Errorf("%w: database image %s is not present and cannot be pulled, and the offline fallback %s is absent too: run scripts/offline-images.sh to build it, or set database.image to a local %s image", ErrImageMissing, want, fallback, dbKind(db))
 }
@@ -311,8 +316,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	}
 	if kind != "" {
 		start := d.startPostgres
-		if scenarios.IsMySQL(kind) {
+		switch {
+		case scenarios.IsMySQL(kind):
 			start = d.startMySQL
+		case scenarios.IsMongoDB(kind):
+			start = d.startMongo
 		}
 		db, tdb, err := start(ctx, env, dbImage, offline, spec.Database, labels)
 		if db != nil {
