@@ -546,6 +546,21 @@ func startError(ctx context.Context, cli client.APIClient, ctr *testcontainers.D
 }
 
 // loopbackBinding publishes port on a random 127.0.0.1 port only.
+// moduleEndpoint is the endpoint of a database container that a
+// testcontainers module started (ctr may be nil, or the partial container,
+// when err is set), and err with the container's state and log tail.
+func (d *Docker) moduleEndpoint(ctx context.Context, kind, img string, ctr testcontainers.Container, err error) (*DatabaseEndpoint, error) {
+	db := &DatabaseEndpoint{Kind: kind, Image: img}
+	dc, _ := ctr.(*testcontainers.DockerContainer)
+	if dc != nil {
+		db.Process.ContainerID = dc.GetContainerID()
+	}
+	if err != nil {
+		return db, fmt.Errorf("start %s %s: %w", kind, img, startError(ctx, d.cli, dc, err))
+	}
+	return db, nil
+}
+
 func loopbackBinding(port string) network.PortMap {
 	p := network.MustParsePort(port)
 	return network.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: ""}}}

@@ -45,16 +45,13 @@ func (d *Docker) startMongo(ctx context.Context, env Environment, img string, of
 			wait.ForListeningPort("27017/tcp").WithStartupTimeout(3*time.Minute),
 		),
 	)
-	db := &DatabaseEndpoint{Kind: kind, Image: img}
-	var dc *testcontainers.DockerContainer
+	var c testcontainers.Container
 	if ctr != nil {
-		if c, ok := ctr.Container.(*testcontainers.DockerContainer); ok {
-			dc = c
-			db.Process.ContainerID = c.GetContainerID()
-		}
+		c = ctr.Container
 	}
+	db, err := d.moduleEndpoint(ctx, kind, img, c, err)
 	if err != nil {
-		return db, nil, fmt.Errorf("start %s %s: %w", kind, img, startError(ctx, d.cli, dc, err))
+		return db, nil, err
 	}
 	mapped, err := ctr.MappedPort(ctx, "27017/tcp")
 	if err != nil {

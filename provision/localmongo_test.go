@@ -87,20 +87,7 @@ func TestLocalWithMongoDB(t *testing.T) {
 // tear down completely (the database process found by its marker).
 func TestLocalMongoDBSurvivesOwnerDeath(t *testing.T) {
 	skipWithoutMongo(t)
-	data := t.TempDir()
-	spec := localSpec(t, map[string]string{"DATABASE_URL": "{{.Database.URL}}"})
-	spec.Database = scenarios.Database{Kind: "mongodb"}
-	env := provisionInHelper(t, "local", data, Request{RunID: "orphan-mongodb", Spec: spec})
-	l := NewLocal(Options{DataDir: data, StopGrace: 5 * time.Second, Logger: testLogger(t)})
-	t.Cleanup(func() { l.Teardown(context.Background(), env) })
-	ctx := testContext(t, time.Minute)
-	if err := l.Check(ctx, env); err != nil {
-		t.Fatalf("Check after the owner died: %v", err)
-	}
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, env)
+	testDatabaseSurvivesOwnerDeath(t, "mongodb")
 }
 
 // TestLocalMongoDBWorkerKilledWhileProvisioning: a worker killed after the
