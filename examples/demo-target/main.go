@@ -1,8 +1,8 @@
 // Command demo-target is the HTTP API longhaul soaks in its demo and its
 // end-to-end tests: a small Parse-like backend (sign-up and login with bcrypt,
-// session tokens, items CRUD with list, batch create) over PostgreSQL or an
-// embedded SQLite file, with two switches that plant the faults longhaul must
-// find.
+// session tokens, items CRUD with list, batch create) over PostgreSQL, MySQL,
+// MongoDB or an embedded SQLite file, with two switches that plant the faults
+// longhaul must find.
 //
 // Run it:
 //

@@ -21,7 +21,7 @@ import (
 // so an item reads back as it was written; the payload is kept as a string,
 // byte for byte.
 type mongoStore struct {
-	client                            *mongo.Client
+	client                           *mongo.Client
 	users, sessions, items, counters *mongo.Collection
 }
 
