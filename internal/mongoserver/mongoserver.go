@@ -13,7 +13,9 @@ import (
 
 // FerretDBInstall is how to install FerretDB, the server used when there is
 // no mongod.
-const FerretDBInstall = "go install github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2"
+// (plain `go install` of its command builds a binary without the version
+// file its own build generates, which panics at start).
+const FerretDBInstall = "scripts/install-ferretdb.sh (FerretDB v1.24.2 from the Go module proxy)"
 
 // Server is a MongoDB-protocol server binary.
 type Server struct {
