@@ -184,9 +184,17 @@ type incarnation struct {
 	rps      []float64              // requests per second
 	level    []float64              // load level: ramp target if any, else VUs
 	tables   map[string][]tableRead // per table, in window order (windows with the table only)
-	// sqlite holds the rows of each table of a SQLite file (no read
-	// statistics: only i and liveRows are set).
-	sqlite map[string][]tableRead
+	// sqlite holds the rows of each table that has no read statistics
+	// (only i and liveRows are set): the tables of a SQLite file
+	// (sqliteFile), or the collections of a database server that counts
+	// documents but not the documents it reads (FerretDB). countsFrom names
+	// where they came from, for the findings.
+	sqlite     map[string][]tableRead
+	sqliteFile bool
+	countsFrom string
+	// docs: the database is MongoDB, whose tables are collections and whose
+	// rows are documents, as the findings say.
+	docs bool
 }
 
 type tableRead struct {
@@ -291,7 +299,17 @@ func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
 		} else {
 			inc.level[i] = float64(w.VUs)
 		}
-		if db := w.Probes.Database; db != nil {
+		if db := w.Probes.Database; db != nil && slices.Contains(db.Absent, window.AbsentDocumentsExamined) {
+			inc.docs = inc.docs || db.Kind == window.DatabaseMongoDB
+			if inc.sqlite == nil {
+				inc.sqlite = map[string][]tableRead{}
+				inc.countsFrom = "the database server"
+			}
+			for _, tb := range db.Tables {
+				inc.sqlite[tb.Name] = append(inc.sqlite[tb.Name], tableRead{i: i, liveRows: float64(tb.LiveRows)})
+			}
+		} else if db != nil {
+			inc.docs = inc.docs || db.Kind == window.DatabaseMongoDB
 			if inc.tables == nil {
 				inc.tables = map[string][]tableRead{}
 			}
@@ -310,6 +328,7 @@ func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {
 			if inc.sqlite == nil {
 				inc.sqlite = map[string][]tableRead{}
 			}
+			inc.sqliteFile, inc.countsFrom = true, "SQLite"
 			for _, tb := range sq.Tables {
 				inc.sqlite[tb.Name] = append(inc.sqlite[tb.Name], tableRead{i: i, liveRows: float64(tb.Rows)})
 			}
@@ -356,9 +375,13 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	}
 	var heap, db, cpu bool
 	failed := map[string]string{} // probe → its last error
+	var absent []string           // readings the database does not offer
 	for _, w := range inc.ws {
 		heap = heap || w.Probes.HeapBytes != nil
 		db = db || w.Probes.Database != nil || w.Probes.SQLite != nil
+		if d := w.Probes.Database; d != nil && len(d.Absent) > 0 {
+			absent = d.Absent
+		}
 		cpu = cpu || w.Probes.CPUSeconds != nil || w.Probes.CPUMicrosPerRequest != nil
 		for _, f := range w.ProbeFailures {
 			failed[f.Probe] = f.Error
@@ -386,8 +409,27 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	if !cpu {
 		add(MissingCPU, "target CPU time (a slowdown cannot be told from interference)", "process")
 	}
+	// Readings the database server does not offer are no probe to enable
+	// or fix: said after the advice, in a sentence of their own.
+	var offers string
+	if len(absent) > 0 {
+		missing = append(missing, absent...)
+		offers = "the database server does not offer " + strings.ReplaceAll(strings.Join(absent, ", "), "_", " ")
+		if slices.Contains(absent, window.AbsentDocumentsExamined) {
+			table, _ := inc.terms()
+			offers += fmt.Sprintf(", so a collapse is traced to a %s by the op that slowed as it grew, not by what the queries read", table)
+		}
+	}
 	if len(missing) == 0 {
 		return Finding{}, false
+	}
+	first, last := inc.span(0, len(inc.ws)-1)
+	if len(what) == 0 {
+		return Finding{
+			Kind: KindMissingEvidence, Severity: Info, Incarnation: inc.num,
+			Summary:  strings.ToUpper(offers[:1]) + offers[1:],
+			Evidence: Evidence{FirstWindow: first, LastWindow: last, Missing: missing},
+		}, true
 	}
 	advice := " — fix the failing probes"
 	if enable {
@@ -399,7 +441,9 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 			advice += " and fix the failing ones"
 		}
 	}
-	first, last := inc.span(0, len(inc.ws)-1)
+	if offers != "" {
+		advice += "; " + offers
+	}
 	return Finding{
 		Kind:        KindMissingEvidence,
 		Severity:    Info,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // collapse looks for throughput falling (or p50 latency rising) over the
@@ -129,13 +130,17 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		ev.Notes["seq_share"] = b.seqShare
 		ev.Notes["read_rows_correlation"] = b.readRho
 		ev.Notes["read_rows_elasticity"] = b.elasticity
+		_, rows := inc.terms()
 		scans, verb, fix := "seq scans", "read", "a query on "+b.name+" is likely missing an index"
-		if b.seqShare < 0.5 {
-			scans, verb, fix = "index scans", "fetched", "a query on "+b.name+" reads more rows as it grows (an unselective index or no LIMIT?)"
+		if inc.docs {
+			scans = "collection scans"
 		}
-		how := fmt.Sprintf("%s on %s %s %s rows per request at the end vs %s at the start — %s",
-			scans, b.name, verb, fmtCount(b.read1), fmtCount(b.read0), fix)
-		grew := fmt.Sprintf("%s grew %s → %s rows", b.name, fmtCount(b.rows0), fmtCount(b.rows1))
+		if b.seqShare < 0.5 {
+			scans, verb, fix = "index scans", "fetched", "a query on "+b.name+" reads more "+rows+" as it grows (an unselective index or no LIMIT?)"
+		}
+		how := fmt.Sprintf("%s on %s %s %s %s per request at the end vs %s at the start — %s",
+			scans, b.name, verb, fmtCount(b.read1), rows, fmtCount(b.read0), fix)
+		grew := fmt.Sprintf("%s grew %s → %s %s", b.name, fmtCount(b.rows0), fmtCount(b.rows1), rows)
 		switch {
 		case fell(o.MinAttributedDrop) || rose(o.MinAttributedRise):
 			return Finding{
@@ -179,14 +184,15 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 	} else {
 		ev.Missing = append(ev.Missing, MissingCPU)
 	}
-	noTable := "no table's rows read per request grew with its size"
+	table, rows := inc.terms()
+	noTable := fmt.Sprintf("no %s's %s read per request grew with its size", table, rows)
 	switch {
 	case inc.tables == nil && haveDB:
-		noTable = "no op slowed by itself, as one would with a table of the SQLite file that it scans"
+		noTable = fmt.Sprintf("no op slowed by itself, as one would with a %s of %s that it scans", table, inc.countsSource())
 	case inc.sqlite != nil && inc.tables == nil:
-		noTable = "no op slowed in step with a table of the SQLite file (no rows-read statistics there)"
+		noTable = fmt.Sprintf("no op slowed in step with a %s of %s (%s)", table, inc.countsSource(), inc.noReads())
 	case !haveDB:
-		noTable = "no database statistics to trace it to a table"
+		noTable = "no database statistics to trace it to a " + table
 	}
 	cpuRose := cpuOK && c1 >= (1+o.MinCPURise)*c0
 	if cpuRose && (cpu.end < (1+o.MinCPURise)*c0 || cpu.pUp > o.Alpha) {
@@ -215,10 +221,9 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 			ev.Notes["cpu_rows_elasticity"] = tb.elasticity
 			return Finding{
 				Kind: KindCollapse, Severity: Warning, Incarnation: inc.num, Evidence: ev,
-				Summary: fmt.Sprintf("%s in step with %s (%s → %s rows): a query likely scans %s as it grows — an index missing? %s",
+				Summary: fmt.Sprintf("%s in step with %s (%s → %s %s): a query likely scans %s as it grows — an index missing? (%s; when every op slowed alike the target is saturated, and its queue hides which op got slower)",
 					withOps(fmt.Sprintf("%s while the target's CPU per request rose %s (%s → %s µs)", effect(), fmtFactor(c1/c0), fmtCount(c0), fmtCount(c1))),
-					tb.name, fmtCount(tb.rows0), fmtCount(tb.rows1), tb.name,
-					"(no rows-read statistics from SQLite; when every op slowed alike the target is saturated, and its queue hides which op got slower)"),
+					tb.name, fmtCount(tb.rows0), fmtCount(tb.rows1), rows, tb.name, inc.noReads()),
 			}, true, false
 		}
 		return Finding{
@@ -259,6 +264,32 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 		Kind: KindCollapse, Severity: sev, Incarnation: inc.num, Evidence: ev,
 		Summary: fmt.Sprintf("%s but %s: likely %s", withOps(effect()), ruledOut, suspects),
 	}, true, false
+}
+
+// terms are the words the findings use for the database's tables and rows:
+// a MongoDB database has collections of documents.
+func (inc *incarnation) terms() (table, rows string) {
+	if inc.docs {
+		return "collection", "documents"
+	}
+	return "table", "rows"
+}
+
+// countsSource names where tables without read statistics came from.
+func (inc *incarnation) countsSource() string {
+	if inc.sqliteFile {
+		return "the SQLite file"
+	}
+	return inc.countsFrom
+}
+
+// noReads says which read statistics are missing, and from where.
+func (inc *incarnation) noReads() string {
+	if inc.sqliteFile {
+		return "no rows-read statistics from SQLite"
+	}
+	_, rows := inc.terms()
+	return fmt.Sprintf("no %s-read statistics from %s", strings.TrimSuffix(rows, "s"), inc.countsFrom)
 }
 
 // withOpsFirst puts what the ops did before s.
@@ -506,9 +537,10 @@ func (a *analyzer) blameGrowth(inc *incarnation, pos []int, ops []OpTrend, ev Ev
 	ev.Slope, ev.SlopeUnit = best.slope, "ms per 1k rows ("+op.Op+" p50)"
 	ev.Notes["rows_before"], ev.Notes["rows_after"] = best.rows0, best.rows1
 	ev.Notes["op_rows_elasticity"] = best.elasticity
-	grew := fmt.Sprintf("%s grew %s → %s rows", best.name, fmtCount(best.rows0), fmtCount(best.rows1))
-	how := fmt.Sprintf("%s slowed in step with %s (no rows-read statistics from SQLite): its query likely scans %s — an index missing?",
-		op.Op, best.name, best.name)
+	_, rows := inc.terms()
+	grew := fmt.Sprintf("%s grew %s → %s %s", best.name, fmtCount(best.rows0), fmtCount(best.rows1), rows)
+	how := fmt.Sprintf("%s slowed in step with %s (%s): its query likely scans %s — an index missing?",
+		op.Op, best.name, inc.noReads(), best.name)
 	opsPart := opsText(ops)
 	switch {
 	case fell(o.MinAttributedDrop) || rose(o.MinAttributedRise):

@@ -79,7 +79,7 @@ func (a *analyzer) offHeapLeak(inc *incarnation, heap heapReadings) (Finding, bo
 		f.Evidence.Notes["heap_before"], f.Evidence.Notes["heap_after"] = hb, ha
 		grew := fmt.Sprintf("%s while the post-GC heap grew far less (%s → %s, %s per request against %s)",
 			strings.TrimSuffix(f.Summary, ": likely a memory leak"), fmtBytes(hb), fmtBytes(ha), fmtBytes(max(heapPerReq, 0)), fmtBytes(perReq))
-		if c.what == whatRSS && len(inc.sqlite) > 0 {
+		if c.what == whatRSS && inc.sqliteFile {
 			// An embedded SQLite keeps its page cache (up to cache_size per
 			// connection) and the WAL index outside the heap, and fills
 			// them as the file grows: in a short run that looks like a leak.

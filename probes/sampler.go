@@ -86,7 +86,8 @@ type Config struct {
 	TCPTables func() ([][]byte, error)
 	// DatabaseURL is the target's database, reachable from this host, in its
 	// own URL scheme: postgres:// (or a PostgreSQL key=value DSN),
-	// mysql:// or mariadb:// (MySQLStatsReader).
+	// mysql:// or mariadb:// (MySQLStatsReader), mongodb://
+	// (MongoStatsReader).
 	// "" if none.
 	DatabaseURL string
 	// SQLitePath is the rendered probes.database.sqlite, a path on this host
@@ -143,7 +144,8 @@ type Sampler struct {
 	cpuSeq  int // seq of cpuPrev; -1 none
 	pgPrev  PGStats
 	pgSeq   int
-	gcPrev  []Bucket // GC pause histogram of the metric's reading gcSeq
+	mgPrev  *MongoTotals // a MongoDB database's totals of reading pgSeq
+	gcPrev  []Bucket     // GC pause histogram of the metric's reading gcSeq
 	gcSeq   int
 	goPrev  GoCounters // Go runtime counters of the metric's reading goSeq
 	goSeq   int
@@ -172,6 +174,7 @@ type reading struct {
 	proc   ProcessReading
 	heap   int64
 	pg     PGStats
+	mongo  *MongoTotals
 	sqlite window.SQLite
 	node   *window.NodeMemory
 	conns  window.Connections
@@ -319,7 +322,7 @@ func New(cfg Config) (*Sampler, error) {
 	// Database.
 	pgOn, pgSet := spec.PostgresOn()
 	if pgSet && pgOn && cfg.DatabaseURL == "" {
-		return nil, bad("probes.database: there is no database to sample; set environment.database.kind (postgres, mysql, mariadb) or remove database: true")
+		return nil, bad("probes.database: there is no database to sample; set environment.database.kind (postgres, mysql, mariadb, mongodb) or remove database: true")
 	}
 	if tmpl := spec.SQLitePath(); tmpl != "" {
 		path := cfg.SQLitePath
@@ -344,7 +347,8 @@ func New(cfg Config) (*Sampler, error) {
 }
 
 // databaseReader reads a database's cumulative statistics in PostgreSQL's
-// shape (PGStats), whatever the database: PGStatsReader, MySQLStatsReader.
+// shape (PGStats), whatever the database: PGStatsReader, MySQLStatsReader,
+// MongoStatsReader.
 type databaseReader interface {
 	Read(ctx context.Context) (PGStats, error)
 	Close() error
@@ -353,6 +357,7 @@ type databaseReader interface {
 var (
 	_ databaseReader = (*PGStatsReader)(nil)
 	_ databaseReader = (*MySQLStatsReader)(nil)
+	_ databaseReader = (*MongoStatsReader)(nil)
 )
 
 // newDatabaseReader picks the reader for rawURL's scheme.
@@ -361,6 +366,8 @@ func newDatabaseReader(rawURL string) (databaseReader, error) {
 	switch strings.ToLower(scheme) {
 	case "mysql", "mariadb":
 		return NewMySQLStatsReader(rawURL)
+	case "mongodb", "mongodb+srv":
+		return NewMongoStatsReader(rawURL)
 	}
 	return NewPGStatsReader(rawURL)
 }
@@ -427,7 +434,7 @@ func (s *Sampler) Start(ctx context.Context) {
 		case ProbeProcess:
 			s.cpuPrev, s.cpuSeq = r.proc, s.seq
 		case ProbeDatabase:
-			s.pgPrev, s.pgSeq = r.pg, s.seq
+			s.pgPrev, s.pgSeq, s.mgPrev = r.pg, s.seq, r.mongo
 		case ProbeMetric:
 			if r.gc != nil {
 				s.gcPrev, s.gcSeq = r.gc, s.seq
@@ -546,8 +553,11 @@ collect:
 		case ProbeDatabase:
 			if s.pgSeq == seq-1 {
 				w.Probes.Database = DatabaseDelta(s.pgPrev, r.pg, w.Requests)
+				if r.mongo != nil && s.mgPrev != nil {
+					MongoDelta(w.Probes.Database, *s.mgPrev, *r.mongo, w.Requests)
+				}
 			}
-			s.pgPrev, s.pgSeq = r.pg, seq
+			s.pgPrev, s.pgSeq, s.mgPrev = r.pg, seq, r.mongo
 		case ProbeSQLite:
 			sq := r.sqlite
 			w.Probes.SQLite = &sq
@@ -720,6 +730,10 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 			t.Stop()
 			return reading{err: fmt.Errorf("database probe: %w", ctx.Err())}
 		}
+	}
+	if m, ok := s.db.(*MongoStatsReader); ok {
+		st, tot, err := m.ReadTotals(ctx)
+		return reading{pg: st, mongo: &tot, err: err}
 	}
 	st, err := s.db.Read(ctx)
 	return reading{pg: st, err: err}

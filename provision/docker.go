@@ -208,6 +208,8 @@ func (d *Docker) databaseImages(db scenarios.Database) (want, offline string) {
 		want, offline = DefaultMySQLImage, OfflineMySQLImage
 	case "mariadb":
 		want, offline = DefaultMariaDBImage, OfflineMySQLImage
+	case "mongodb":
+		want = DefaultMongoImage // no offline build: MongoDB has no Debian package
 	default:
 		want, offline = d.opts.PostgresImage, d.opts.OfflineImage
 	}
@@ -224,6 +226,9 @@ func (d *Docker) databaseImage(ctx context.Context, db scenarios.Database) (img 
 	}
 	if want != fallback && d.imagePresent(ctx, fallback) {
 		return fallback, true, nil
+	}
+	if fallback == "" {
+		return "", false, fmt.Errorf("%w: database image %s is not present and cannot be pulled, and longhaul builds no offline %s image: load one into this docker engine (docker load, or docker pull where a registry is reachable), or set database.image to a local %s image", ErrImageMissing, want, dbKind(db), dbKind(db))
 	}
 	return "", false, fmt.Errorf("%w: database image %s is not present and cannot be pulled, and the offline fallback %s is absent too: run scripts/offline-images.sh to build it, or set database.image to a local %s image", ErrImageMissing, want, fallback, dbKind(db))
 }
@@ -311,8 +316,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 	}
 	if kind != "" {
 		start := d.startPostgres
-		if scenarios.IsMySQL(kind) {
+		switch {
+		case scenarios.IsMySQL(kind):
 			start = d.startMySQL
+		case scenarios.IsMongoDB(kind):
+			start = d.startMongo
 		}
 		db, tdb, err := start(ctx, env, dbImage, offline, spec.Database, labels)
 		if db != nil {
@@ -538,6 +546,21 @@ func startError(ctx context.Context, cli client.APIClient, ctr *testcontainers.D
 }
 
 // loopbackBinding publishes port on a random 127.0.0.1 port only.
+// moduleEndpoint is the endpoint of a database container that a
+// testcontainers module started (ctr may be nil, or the partial container,
+// when err is set), and err with the container's state and log tail.
+func (d *Docker) moduleEndpoint(ctx context.Context, kind, img string, ctr testcontainers.Container, err error) (*DatabaseEndpoint, error) {
+	db := &DatabaseEndpoint{Kind: kind, Image: img}
+	dc, _ := ctr.(*testcontainers.DockerContainer)
+	if dc != nil {
+		db.Process.ContainerID = dc.GetContainerID()
+	}
+	if err != nil {
+		return db, fmt.Errorf("start %s %s: %w", kind, img, startError(ctx, d.cli, dc, err))
+	}
+	return db, nil
+}
+
 func loopbackBinding(port string) network.PortMap {
 	p := network.MustParsePort(port)
 	return network.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: ""}}}

@@ -66,16 +66,13 @@ func (d *Docker) startMySQL(ctx context.Context, env Environment, img string, of
 			hc.PortBindings = loopbackBinding("3306/tcp")
 		}),
 	)
-	db := &DatabaseEndpoint{Kind: kind, Image: img}
-	var dc *testcontainers.DockerContainer
+	var c testcontainers.Container
 	if ctr != nil {
-		if c, ok := ctr.Container.(*testcontainers.DockerContainer); ok {
-			dc = c
-			db.Process.ContainerID = c.GetContainerID()
-		}
+		c = ctr.Container
 	}
+	db, err := d.moduleEndpoint(ctx, kind, img, c, err)
 	if err != nil {
-		return db, nil, fmt.Errorf("start %s %s: %w", kind, img, startError(ctx, d.cli, dc, err))
+		return db, nil, err
 	}
 	mapped, err := ctr.MappedPort(ctx, "3306/tcp")
 	if err != nil {

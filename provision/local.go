@@ -103,8 +103,11 @@ func (l *Local) Provision(ctx context.Context, req Request) (env Environment, er
 	data := templateData{RunID: req.RunID, Incarnation: req.Incarnation, EnvDir: envDir}
 	if kind != "" {
 		start := l.startPostgres
-		if scenarios.IsMySQL(kind) {
+		switch {
+		case scenarios.IsMySQL(kind):
 			start = l.startMySQL
+		case scenarios.IsMongoDB(kind):
+			start = l.startMongo
 		}
 		db, err := start(ctx, env.ID, envDir, spec.Database, func(p Process) {
 			env.Database = &DatabaseEndpoint{Kind: kind, Process: p}

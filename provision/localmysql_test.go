@@ -74,10 +74,18 @@ func TestLocalMariaDBSurvivesOwnerDeath(t *testing.T) {
 	if _, err := mysqlserver.Find(); err != nil {
 		t.Skipf("%v", err)
 	}
+	testDatabaseSurvivesOwnerDeath(t, "mariadb")
+}
+
+// testDatabaseSurvivesOwnerDeath provisions a target with a database of
+// kind in a worker that is killed as soon as Provision returns, then checks
+// and tears the environment down from another Local.
+func testDatabaseSurvivesOwnerDeath(t *testing.T, kind string) {
+	t.Helper()
 	data := t.TempDir()
 	spec := localSpec(t, map[string]string{"DATABASE_URL": "{{.Database.URL}}"})
-	spec.Database = scenarios.Database{Kind: "mariadb"}
-	env := provisionInHelper(t, "local", data, Request{RunID: "orphan-mariadb", Spec: spec})
+	spec.Database = scenarios.Database{Kind: kind}
+	env := provisionInHelper(t, "local", data, Request{RunID: "orphan-" + kind, Spec: spec})
 	l := NewLocal(Options{DataDir: data, StopGrace: 5 * time.Second, Logger: testLogger(t)})
 	t.Cleanup(func() { l.Teardown(context.Background(), env) })
 	ctx := testContext(t, time.Minute)

@@ -27,6 +27,10 @@ const (
 	// scripts/offline-images.sh: the fallback of both kinds (MariaDB speaks
 	// MySQL's protocol) when their image is absent and cannot be pulled.
 	OfflineMySQLImage = "longhaul/mariadb:offline"
+	// DefaultMongoImage is the database image of database.kind mongodb. It
+	// has no offline fallback: MongoDB has no Debian package to build one
+	// from, so a docker engine without a registry needs it loaded by hand.
+	DefaultMongoImage = "mongo:7"
 	// DefaultHealthTimeout bounds the wait for target.health (and the
 	// database) when the spec gives none.
 	DefaultHealthTimeout = 60 * time.Second

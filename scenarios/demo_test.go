@@ -26,7 +26,7 @@ func withoutLines(setup []scenarios.Step, ops []scenarios.Op) ([]scenarios.Step,
 // providers, and drives exactly parse-mix.yaml's setup and ops (it holds a
 // copy, since a scenario cannot include another).
 func TestDemoScenario(t *testing.T) {
-	for _, tt := range []struct{ file, kind string }{{"demo.yaml", "postgres"}, {"demo-mysql.yaml", "mysql"}} {
+	for _, tt := range []struct{ file, kind string }{{"demo.yaml", "postgres"}, {"demo-mysql.yaml", "mysql"}, {"demo-mongodb.yaml", "mongodb"}} {
 		t.Run(tt.file, func(t *testing.T) { testDemoScenario(t, tt.file, tt.kind) })
 	}
 }

@@ -245,7 +245,7 @@ environment:
 			`8: target.port must be within 0..65535, got 70000`,
 			`9: target.health is a path and must start with "/", got "healthz"`,
 			`10: resources.memory "lots" is not a size (e.g. 512m, 1g)`,
-			`11: database.kind "oracle" is not one of none, postgres, mysql, mariadb`}},
+			`11: database.kind "oracle" is not one of none, postgres, mysql, mariadb, mongodb`}},
 		{"providers", `name: x
 ops: [{name: a, request: {path: /}}]
 environment:
@@ -543,7 +543,7 @@ func TestProbesForTargetKind(t *testing.T) {
 		{"process off on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "process: false", ""},
 		{"heap on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "heap: {metric: {}}", ""},
 		{"process on command", "environment: {provider: local, target: {command: [app]}}", "process: true", ""},
-		{"database on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "database: true", "set environment.database.kind (postgres, mysql, mariadb)"},
+		{"database on url", "environment: {target: {url: 'http://127.0.0.1:8080'}}", "database: true", "set environment.database.kind (postgres, mysql, mariadb, mongodb)"},
 		{"database with postgres", "environment: {provider: local, target: {command: [app]}, database: {kind: postgres}}", "database: true", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

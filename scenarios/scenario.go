@@ -267,21 +267,26 @@ type Resources struct {
 // target brings its own; the other DatabaseKinds provision a fresh one per
 // incarnation: "postgres" (PostgreSQL), "mysql" and "mariadb" (the docker
 // provider runs mysql:8.4 or mariadb:11; the local provider runs Debian's
-// MariaDB server for both, which speaks MySQL's protocol).
+// MariaDB server for both, which speaks MySQL's protocol), "mongodb" (the
+// docker provider runs mongo:7; the local provider a mongod on PATH, else
+// FerretDB, a MongoDB-protocol server, over SQLite).
 type Database struct {
 	Kind     string `yaml:"kind" json:"kind,omitempty"`
-	Image    string `yaml:"image" json:"image,omitempty"` // docker; default per kind (postgres:16, mysql:8.4, mariadb:11)
+	Image    string `yaml:"image" json:"image,omitempty"` // docker; default per kind (postgres:16, mysql:8.4, mariadb:11, mongo:7)
 	Name     string `yaml:"name" json:"name,omitempty"`   // default "longhaul"
 	User     string `yaml:"user" json:"user,omitempty"`   // default "longhaul"
 	Password string `yaml:"password" json:"password,omitempty"`
 }
 
 // DatabaseKinds are the database.kind values that provision a database.
-var DatabaseKinds = []string{"postgres", "mysql", "mariadb"}
+var DatabaseKinds = []string{"postgres", "mysql", "mariadb", "mongodb"}
 
 // IsMySQL reports whether kind is served by a MySQL-protocol server
 // (mysql or mariadb).
 func IsMySQL(kind string) bool { return kind == "mysql" || kind == "mariadb" }
+
+// IsMongoDB reports whether kind is served by a MongoDB-protocol server.
+func IsMongoDB(kind string) bool { return kind == "mongodb" }
 
 // Probes configure the server-side measurements taken each window.
 type Probes struct {

@@ -471,7 +471,7 @@ func (v *validator) validateEnvironment() {
 	v.validateProtocol()
 	switch e.Database.Kind {
 	case "", "none":
-	case "postgres", "mysql", "mariadb":
+	case "postgres", "mysql", "mariadb", "mongodb":
 		if e.Provider == "" {
 			v.errf(ep("database", "kind"), "database.kind %s needs a provider (local, docker or auto) to run it", e.Database.Kind)
 		}

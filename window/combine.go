@@ -122,6 +122,9 @@ func Combine(ws []Window) (Window, error) {
 			}
 			db.TuplesReturned += d.TuplesReturned
 			db.Commits += d.Commits
+			db.KeysExamined += d.KeysExamined
+			db.ScanAndOrder += d.ScanAndOrder
+			db.Kind, db.Absent = d.Kind, d.Absent
 			if d.Transactions != nil {
 				xact.add(*d.Transactions, w.Requests)
 			}
@@ -200,6 +203,7 @@ func Combine(ws []Window) (Window, error) {
 	if db != nil {
 		if dbRequests > 0 {
 			db.RowsReadPerRequest = dbRead / float64(dbRequests)
+			db.KeysExaminedPerRequest = float64(db.KeysExamined) / float64(dbRequests)
 		}
 		if xact.n > 0 {
 			db.Transactions, db.XactPerRequest = ptr(xact.sum), xact.per(1)

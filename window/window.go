@@ -423,7 +423,33 @@ type Database struct {
 	// all user tables) per driver request in the window.
 	RowsReadPerRequest float64 `json:"rows_read_per_request"`
 	Tables             []Table `json:"tables,omitempty"`
+	// KeysExamined is the index keys a MongoDB server examined in the window
+	// (serverStatus metrics.queryExecutor.scanned), KeysExaminedPerRequest
+	// that per driver request, and ScanAndOrder the queries it sorted in
+	// memory (metrics.operation.scanAndOrder); 0 on other kinds.
+	KeysExamined           int64   `json:"keys_examined,omitempty"`
+	KeysExaminedPerRequest float64 `json:"keys_examined_per_request,omitempty"`
+	ScanAndOrder           int64   `json:"scan_and_order,omitempty"`
+	// Kind is DatabaseMongoDB for a MongoDB server's reading (its tables are
+	// collections, its rows documents); empty for the SQL databases.
+	Kind string `json:"kind,omitempty"`
+	// Absent names the readings this database does not offer (FerretDB
+	// answers none of MongoDB's query metrics: AbsentDocumentsExamined and
+	// the others), so a zero there is not read as "none".
+	Absent []string `json:"absent,omitempty"`
 }
+
+// DatabaseMongoDB is Database.Kind of a MongoDB server's reading.
+const DatabaseMongoDB = "mongodb"
+
+// Readings a MongoDB-protocol server may not offer, as Database.Absent
+// names them.
+const (
+	AbsentDocumentsExamined = "documents_examined" // serverStatus metrics.queryExecutor.scannedObjects
+	AbsentKeysExamined      = "keys_examined"      // serverStatus metrics.queryExecutor.scanned
+	AbsentCollectionScans   = "collection_scans"   // $collStats queryExecStats.collectionScans
+	AbsentScanAndOrder      = "scan_and_order"     // serverStatus metrics.operation.scanAndOrder
+)
 
 // Table is one user table's pg_stat_user_tables reading: LiveRows at window
 // close, the rest deltas over the window.

@@ -13,6 +13,8 @@
 #   sqlite-clean  demo target on SQLite                                        → no warning-or-worse finding
 #   mysql-leak, mysql-noindex, mysql-clean   the demo target over MySQL/MariaDB (mysql-*.yaml),
 #                 as leak, noindex and clean (not in the default set: -variants mysql-noindex,…)
+#   mongodb-leak, mongodb-noindex, mongodb-clean   the same over MongoDB (mongodb-*.yaml: mongod
+#                 or FerretDB locally, mongo:7 on docker; not in the default set either)
 #
 # It prints a table and writes bench/accuracy/RESULTS.md. 80 soaks take about
 # 2.5 hours; run from anywhere. Arguments go to the runner, e.g.

@@ -1,8 +1,8 @@
 // Command demo-target is the HTTP API longhaul soaks in its demo and its
 // end-to-end tests: a small Parse-like backend (sign-up and login with bcrypt,
-// session tokens, items CRUD with list, batch create) over PostgreSQL or an
-// embedded SQLite file, with two switches that plant the faults longhaul must
-// find.
+// session tokens, items CRUD with list, batch create) over PostgreSQL, MySQL,
+// MongoDB or an embedded SQLite file, with two switches that plant the faults
+// longhaul must find.
 //
 // Run it:
 //
@@ -18,7 +18,8 @@
 // Environment:
 //
 //	PORT               listen port on all interfaces (default 8080; 0 picks a free one)
-//	DATABASE_URL       PostgreSQL connection string (pgx; pool_max_conns defaults to 16)
+//	DATABASE_URL       PostgreSQL connection string (pgx; pool_max_conns defaults to 16), or
+//	                   mysql:// / mariadb:// (MySQL), or mongodb://host:port/NAME (MongoDB, FerretDB)
 //	DEMO_SQLITE        SQLite file when DATABASE_URL is empty (default: a temp file, removed at exit)
 //	DEMO_INDEX_BUCKET  false: do not create (and drop) the indexes that serve GET /items
 //	DEMO_LEAK_BYTES    N > 0: every request appends an N-byte allocation to a slice never freed
@@ -162,6 +163,9 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		if n > 0 && c.DatabaseURL == "" {
 			return c, usageError{"DEMO_DB_SLEEP_MS needs a database server (DATABASE_URL): SQLite has no sleep"}
 		}
+		if n > 0 && isMongoURL(c.DatabaseURL) {
+			return c, usageError{"DEMO_DB_SLEEP_MS needs PostgreSQL or MySQL: MongoDB has no sleep that holds a connection without CPU"}
+		}
 		c.DBSleep = time.Duration(n) * time.Millisecond
 	}
 	if v := getenv("DEMO_RESPONSE_VARIANT"); v != "" {
@@ -273,9 +277,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return nil
 }
 
-// openStore opens PostgreSQL when cfg.DatabaseURL is set, else SQLite; cleanup
+// openStore opens MongoDB (a mongodb:// URL), MySQL (mysql://, mariadb://)
+// or PostgreSQL when cfg.DatabaseURL is set, else SQLite; cleanup
 // closes it and removes a temporary SQLite file.
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (store, func(), error) {
+	if isMongoURL(cfg.DatabaseURL) {
+		st, err := openMongo(ctx, cfg.DatabaseURL, cfg.IndexBucket, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.close, nil
+	}
 	if isMySQLURL(cfg.DatabaseURL) {
 		st, err := openMySQL(ctx, cfg.DatabaseURL, cfg.IndexBucket, log)
 		if err != nil {

@@ -198,6 +198,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"DEMO_CPU_BURN_US": "-5"}, wantErr: `DEMO_CPU_BURN_US="-5"`},
 		{env: map[string]string{"DEMO_DB_SLEEP_MS": "20", "DATABASE_URL": "postgres://x/y"}, want: config{Port: 8080, IndexBucket: true, DatabaseURL: "postgres://x/y", DBSleep: 20 * time.Millisecond}},
 		{env: map[string]string{"DEMO_DB_SLEEP_MS": "20"}, wantErr: "DEMO_DB_SLEEP_MS needs a database server"},
+		{env: map[string]string{"DEMO_DB_SLEEP_MS": "20", "DATABASE_URL": "mongodb://127.0.0.1:27017/demo"}, wantErr: "DEMO_DB_SLEEP_MS needs PostgreSQL or MySQL"},
 		{env: map[string]string{"DEMO_RESPONSE_VARIANT": "2"}, wantErr: `DEMO_RESPONSE_VARIANT="2"`},
 		{env: map[string]string{"DEMO_WS_UNCLOSED": "true"}, want: config{Port: 8080, IndexBucket: true, WebSocket: wsOptions{Unclosed: true}}},
 		{env: map[string]string{"DEMO_WS_UNCLOSED": "sometimes"}, wantErr: `DEMO_WS_UNCLOSED="sometimes"`},

@@ -70,6 +70,11 @@ var variants = []variant{
 	{"mysql-leak", "mysql-%s.yaml", []string{"DEMO_LEAK_BYTES=2048"}, "leak", wantLeak, 90 * time.Second},
 	{"mysql-noindex", "mysql-%s.yaml", []string{"DEMO_INDEX_BUCKET=false"}, "collapse on items", wantCollapseItems, 90 * time.Second},
 	{"mysql-clean", "mysql-%s.yaml", nil, "no warning-or-worse", wantNothing, 90 * time.Second},
+	// The MongoDB twins: the demo target over mongod or FerretDB (local) or
+	// mongo:7 (docker), the MongoDB probe.
+	{"mongodb-leak", "mongodb-%s.yaml", []string{"DEMO_LEAK_BYTES=2048"}, "leak", wantLeak, 90 * time.Second},
+	{"mongodb-noindex", "mongodb-%s.yaml", []string{"DEMO_INDEX_BUCKET=false"}, "collapse on items", wantCollapseItems, 90 * time.Second},
+	{"mongodb-clean", "mongodb-%s.yaml", nil, "no warning-or-worse", wantNothing, 90 * time.Second},
 }
 
 func verdicts(fs []analysis.Finding) []analysis.Finding {

@@ -1,0 +1,171 @@
+package probes
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/longhaul-dev/longhaul/internal/mongotest"
+	"github.com/longhaul-dev/longhaul/window"
+)
+
+func TestNewMongoStatsReader(t *testing.T) {
+	for _, tt := range []struct{ in, wantErr string }{
+		{in: "mongodb://127.0.0.1:27017/shop"},
+		{in: "mongodb://u:p@127.0.0.1:27017/shop?authSource=admin"},
+		{in: "mongodb://127.0.0.1:27017/", wantErr: "names no database"},
+		{in: "mongodb://u:secret@127.0.0.1:27017", wantErr: "names no database"},
+	} {
+		_, err := NewMongoStatsReader(tt.in)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%q: %v", tt.in, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%q: error %v, want %q", tt.in, err, tt.wantErr)
+		case err != nil && strings.Contains(err.Error(), "secret"):
+			t.Errorf("%q: the error shows the password: %v", tt.in, err)
+		}
+	}
+	if r, err := newDatabaseReader("mongodb://127.0.0.1:1/db"); err != nil {
+		t.Errorf("a mongodb:// URL: %v", err)
+	} else if _, ok := r.(*MongoStatsReader); !ok {
+		t.Errorf("a mongodb:// URL gave a %T", r)
+	}
+}
+
+// shareExamined gives each collection its collection scans times its
+// documents, scaled down to what the server examined in all, and shares the
+// rest by read operations.
+func TestShareExamined(t *testing.T) {
+	prev := &mongoRaw{docsExamined: 1000, collScans: map[string]int64{"items": 10, "users": 0},
+		readOps: map[string]int64{"items": 100, "users": 50}}
+	for _, tt := range []struct {
+		name     string
+		cur      mongoRaw
+		seq, idx map[string]int64
+	}{
+		{"full scans and index reads",
+			mongoRaw{docsExamined: 1000 + 5*2000 + 300, docs: map[string]int64{"items": 2000, "users": 10},
+				collScans: map[string]int64{"items": 15, "users": 0}, readOps: map[string]int64{"items": 200, "users": 150}, hasTop: true},
+			map[string]int64{"items": 10000}, map[string]int64{"items": 150, "users": 150}},
+		{"scans stopped early by a limit: scaled down",
+			mongoRaw{docsExamined: 1000 + 4000, docs: map[string]int64{"items": 2000},
+				collScans: map[string]int64{"items": 15}},
+			map[string]int64{"items": 4000}, map[string]int64{}},
+		{"no top: the rest stays unplaced",
+			mongoRaw{docsExamined: 1000 + 500, docs: map[string]int64{"items": 2000},
+				collScans: map[string]int64{"items": 10}, readOps: map[string]int64{"items": 300}},
+			map[string]int64{}, map[string]int64{}},
+	} {
+		seq, idx := shareExamined(prev, &tt.cur)
+		if !mapsEqual(seq, tt.seq) || !mapsEqual(idx, tt.idx) {
+			t.Errorf("%s: seq %v idx %v, want %v and %v", tt.name, seq, idx, tt.seq, tt.idx)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	for k, v := range a {
+		if v != 0 && b[k] != v {
+			return false
+		}
+	}
+	for k, v := range b {
+		if a[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMongoStatsReader reads a real server (mongod, else FerretDB): the
+// documents of each collection, the probe's own commands left out of the
+// statements, and, from mongod, documents examined by a collection scan
+// placed on the scanned collection; from FerretDB, the readings it does not
+// offer named in Absent.
+func TestMongoStatsReader(t *testing.T) {
+	srv := mongotest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(srv.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(context.Background())
+	db := c.Database("test")
+	docs := make([]any, 500)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "bucket", Value: i % 10}}
+	}
+	if _, err := db.Collection("items").InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("users").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := NewMongoStatsReader(srv.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before, tb, err := r.ReadTotals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten unindexed queries on items: ten collection scans of 500 documents.
+	for b := range 10 {
+		cur, err := db.Collection("items").Find(ctx, bson.D{{Key: "bucket", Value: b}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []bson.M
+		if err := cur.All(ctx, &got); err != nil || len(got) != 50 {
+			t.Fatalf("bucket %d: %d documents (%v), want 50", b, len(got), err)
+		}
+	}
+	after, ta, err := r.ReadTotals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DatabaseDelta(before, after, 10)
+	MongoDelta(d, tb, ta, 10)
+	rows := map[string]window.Table{}
+	for _, tbl := range d.Tables {
+		rows[tbl.Name] = tbl
+	}
+	if rows["items"].LiveRows != 500 || rows["users"].LiveRows != 1 {
+		t.Errorf("documents: items %d users %d, want 500 and 1", rows["items"].LiveRows, rows["users"].LiveRows)
+	}
+	if d.Kind != window.DatabaseMongoDB {
+		t.Errorf("Kind %q, want %q", d.Kind, window.DatabaseMongoDB)
+	}
+	t.Logf("ferretdb %v: %+v", srv.FerretDB, *d)
+	if srv.FerretDB {
+		for _, a := range []string{window.AbsentDocumentsExamined, window.AbsentKeysExamined, window.AbsentCollectionScans, window.AbsentScanAndOrder} {
+			if !slices.Contains(d.Absent, a) {
+				t.Errorf("FerretDB: Absent %v lacks %s", d.Absent, a)
+			}
+		}
+		return
+	}
+	if len(d.Absent) > 0 {
+		t.Errorf("mongod: Absent %v, want none", d.Absent)
+	}
+	if it := rows["items"]; it.SeqScans != 10 || it.SeqTuplesRead != 5000 {
+		t.Errorf("items: %d collection scans reading %d documents, want 10 and 5,000", it.SeqScans, it.SeqTuplesRead)
+	}
+	if d.TuplesReturned < 5000 || d.RowsReadPerRequest < 500 {
+		t.Errorf("documents examined %d (%.0f per request), want ≥ 5,000 (≥ 500)", d.TuplesReturned, d.RowsReadPerRequest)
+	}
+	// Ten finds, each with a getMore at most; the probe's commands are not counted.
+	if d.Statements < 10 || d.Statements > 20 {
+		t.Errorf("statements %d, want the 10 finds (and their getMores) only", d.Statements)
+	}
+}
