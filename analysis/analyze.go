@@ -343,6 +343,9 @@ const (
 	MissingHeap     = "heap_bytes"
 	MissingDatabase = "database"
 	MissingCPU      = "cpu_seconds"
+	// MissingStatements: a PostgreSQL database whose statements were not
+	// counted (pg_stat_statements absent), as the probe found it.
+	MissingStatements = "statements"
 )
 
 // missingFinding names the probe data absent from every analysed window and,
@@ -352,23 +355,32 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	if len(inc.ws) == 0 {
 		return Finding{}, false
 	}
-	var heap, db, cpu bool
+	var heap, db, cpu, stmts bool
+	var stmtsMissing string       // why the database probe could not count statements
 	failed := map[string]string{} // probe → its last error
 	for _, w := range inc.ws {
 		heap = heap || w.Probes.HeapBytes != nil
 		db = db || w.Probes.Database != nil || w.Probes.SQLite != nil
 		cpu = cpu || w.Probes.CPUSeconds != nil || w.Probes.CPUMicrosPerRequest != nil
+		if d := w.Probes.Database; d != nil {
+			stmts = stmts || d.StatementsCounted
+			if d.StatementsUnavailable != "" {
+				stmtsMissing = d.StatementsUnavailable
+			}
+		}
 		for _, f := range w.ProbeFailures {
 			failed[f.Probe] = f.Error
 		}
 	}
 	var missing, what []string
 	enable := false // some missing data had no failing probe: enable one
+	fix := false    // some missing data had a failing probe
 	add := func(name, text string, probes ...string) {
 		missing = append(missing, name)
 		for _, p := range probes {
 			if e, ok := failed[p]; ok {
 				what = append(what, fmt.Sprintf("%s, the %s probe failed: %s)", strings.TrimSuffix(text, ")"), p, shorten(e, 120)))
+				fix = true
 				return
 			}
 		}
@@ -384,10 +396,19 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	if !cpu {
 		add(MissingCPU, "target CPU time (a slowdown cannot be told from interference)", "process")
 	}
+	if !stmts && stmtsMissing != "" {
+		// Not a probe to enable: the database lacks the extension, and
+		// the text says what to do about it.
+		missing = append(missing, MissingStatements)
+		what = append(what, "statements per request ("+stmtsMissing+")")
+	}
 	if len(missing) == 0 {
 		return Finding{}, false
 	}
-	advice := " — fix the failing probes"
+	advice := ""
+	if fix {
+		advice = " — fix the failing probes"
+	}
 	if enable {
 		advice = " — enable the matching probes in the scenario"
 		if inc.external {

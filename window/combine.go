@@ -35,6 +35,8 @@ func Combine(ws []Window) (Window, error) {
 		busySecs               float64
 		cpu                    probeSum
 		alloc, gcs, xact       countSum
+		stmts                  countSum
+		topStmts               map[int64]*Statement
 		gcCPU, gcShare         probeSum // gcShare: the GC's CPU over the process's, where both were read
 		gcShareCPU             float64
 		db                     *Database
@@ -118,7 +120,7 @@ func Combine(ws []Window) (Window, error) {
 		}
 		if d := p.Database; d != nil {
 			if db == nil {
-				db, tables = &Database{}, map[string]*tableSum{}
+				db, tables, topStmts = &Database{}, map[string]*tableSum{}, map[int64]*Statement{}
 			}
 			db.TuplesReturned += d.TuplesReturned
 			db.Commits += d.Commits
@@ -127,6 +129,22 @@ func Combine(ws []Window) (Window, error) {
 			}
 			dbRequests += w.Requests
 			dbRead += d.RowsReadPerRequest * float64(w.Requests)
+			if d.StatementsCounted || d.Statements > 0 {
+				stmts.add(d.Statements, w.Requests)
+				db.StatementsCounted = db.StatementsCounted || d.StatementsCounted
+			}
+			if d.StatementsUnavailable != "" {
+				db.StatementsUnavailable = d.StatementsUnavailable
+			}
+			for _, st := range d.TopStatements {
+				sum := topStmts[st.QueryID]
+				if sum == nil {
+					sum = &Statement{QueryID: st.QueryID, Query: st.Query}
+					topStmts[st.QueryID] = sum
+				}
+				sum.Calls += st.Calls
+				sum.Rows += st.Rows
+			}
 			for _, t := range d.Tables {
 				ts := tables[t.Name]
 				if ts == nil {
@@ -203,6 +221,19 @@ func Combine(ws []Window) (Window, error) {
 		}
 		if xact.n > 0 {
 			db.Transactions, db.XactPerRequest = ptr(xact.sum), xact.per(1)
+		}
+		if stmts.n > 0 {
+			db.Statements = stmts.sum
+			if per := stmts.per(1); per != nil {
+				db.StatementsPerRequest = *per
+			}
+		}
+		if len(topStmts) > 0 {
+			all := make([]Statement, 0, len(topStmts))
+			for _, st := range topStmts {
+				all = append(all, *st)
+			}
+			db.TopStatements = TopStatements(all, MaxTopStatements)
 		}
 		for _, ts := range tables {
 			t := ts.Table
