@@ -2,20 +2,15 @@ package provision_test
 
 import (
 	"context"
-	"log/slog"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/longhaul-dev/longhaul/activities"
-	"github.com/longhaul-dev/longhaul/driver"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/scenarios"
-	"github.com/longhaul-dev/longhaul/window"
 )
 
 // TestStatementsDemo: the local provider's PostgreSQL loads
@@ -35,58 +30,20 @@ func TestStatementsDemo(t *testing.T) {
 		Target:   scenarios.Target{Command: []string{bin}, Health: "/health", HealthTimeout: scenarios.Duration(60 * time.Second), Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}"}},
 		Database: scenarios.Database{Kind: "postgres"},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	env, err := l.Provision(ctx, provision.Request{RunID: "statements-e2e", Spec: spec})
-	defer func() {
-		if err := l.Teardown(context.WithoutCancel(ctx), env); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-	}()
-	if err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	// 30 items, so that the list returns its 20 rows.
-	conn, err := pgx.Connect(ctx, env.Database.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = conn.Exec(ctx, `INSERT INTO users (username, password_hash, created_at) VALUES ('seed', '\x00', now());
-	INSERT INTO items (bucket, title, owner, payload, created_at, updated_at)
-	SELECT g % 10, 'item ' || g, (SELECT id FROM users LIMIT 1), '{}', now(), now() FROM generate_series(1, 30) g`)
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatalf("seed items: %v", err)
-	}
-	aenv := activities.Environment{ID: env.ID, Provider: env.Provider, TargetURL: env.TargetURL, PID: env.Target.PID,
-		DatabaseURL: env.Database.URL, DatabasePID: env.Database.Process.PID}
-	logger := slog.New(slog.DiscardHandler)
-	prober, err := activities.ServerProbes(logger)(ctx, aenv, scenarios.Probes{})
-	if err != nil {
-		t.Fatalf("probes: %v", err)
-	}
-	defer prober.Close()
-
-	s := &scenarios.Scenario{Name: "statements", Ops: []scenarios.Op{{Weight: 1, Step: scenarios.Step{Name: "list",
-		Request: scenarios.Request{Method: "GET", Path: "/items"}, Expect: scenarios.Expect{Status: []int{200}}}}}}
-	plan, err := scenarios.Compile(s, scenarios.CompileOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	load := scenarios.Load{VUs: 2, Window: scenarios.Duration(time.Second), Timeout: scenarios.Duration(10 * time.Second), Duration: scenarios.Duration(5 * time.Second)}
-	u, err := url.Parse(env.TargetURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ws []window.Window
-	_, err = driver.Run(ctx, driver.Options{Target: u, Plan: plan, Load: load, Seed: 1, Logger: logger}, func(w window.Window) error {
-		prober.Sample(ctx, &w)
-		ws = append(ws, w)
-		return nil
+	ws := driveProbed(t, l, spec, "/items", load, func(ctx context.Context, env provision.Environment) {
+		// 30 items, so that the list returns its 20 rows.
+		conn, err := pgx.Connect(ctx, env.Database.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err = conn.Exec(ctx, `INSERT INTO users (username, password_hash, created_at) VALUES ('seed', '\x00', now());
+		INSERT INTO items (bucket, title, owner, payload, created_at, updated_at)
+		SELECT g % 10, 'item ' || g, (SELECT id FROM users LIMIT 1), '{}', now(), now() FROM generate_series(1, 30) g`); err != nil {
+			t.Fatalf("seed items: %v", err)
+		}
 	})
-	if err != nil {
-		t.Fatalf("drive: %v", err)
-	}
 	counted := 0
 	for _, w := range ws {
 		d := w.Probes.Database

@@ -57,7 +57,7 @@ func RunStatements(ws []window.Window, n int) *DatabaseStatements {
 	var s DatabaseStatements
 	var xacts, xactRequests int64
 	var rowsRead float64
-	byID := map[int64]*StatementCost{}
+	sums := window.StatementSums{}
 	for _, w := range ws {
 		d := w.Probes.Database
 		if w.Gap || d == nil || !d.StatementsCounted {
@@ -71,26 +71,19 @@ func RunStatements(ws []window.Window, n int) *DatabaseStatements {
 			xacts += *d.Transactions
 			xactRequests += w.Requests
 		}
-		for _, st := range d.TopStatements {
-			c := byID[st.QueryID]
-			if c == nil {
-				c = &StatementCost{QueryID: st.QueryID, Query: st.Query}
-				byID[st.QueryID] = c
-			}
-			c.Calls += st.Calls
-			c.Rows += st.Rows
-		}
+		sums.Add(d.TopStatements)
 	}
 	if s.Windows == 0 {
 		return nil
 	}
-	all := make([]StatementCost, 0, len(byID))
-	for _, c := range byID {
+	all := make([]StatementCost, 0, len(sums))
+	for _, st := range sums.List() {
+		c := StatementCost{QueryID: st.QueryID, Query: st.Query, Calls: st.Calls, Rows: st.Rows}
 		if s.Requests > 0 {
 			c.CallsPerRequest = float64(c.Calls) / float64(s.Requests)
 			c.RowsPerRequest = float64(c.Rows) / float64(s.Requests)
 		}
-		all = append(all, *c)
+		all = append(all, c)
 	}
 	if s.Requests > 0 {
 		s.StatementsPerRequest = float64(s.Statements) / float64(s.Requests)

@@ -36,7 +36,7 @@ func Combine(ws []Window) (Window, error) {
 		cpu                    probeSum
 		alloc, gcs, xact       countSum
 		stmts                  countSum
-		topStmts               map[int64]*Statement
+		topStmts               StatementSums
 		gcCPU, gcShare         probeSum // gcShare: the GC's CPU over the process's, where both were read
 		gcShareCPU             float64
 		db                     *Database
@@ -120,7 +120,7 @@ func Combine(ws []Window) (Window, error) {
 		}
 		if d := p.Database; d != nil {
 			if db == nil {
-				db, tables, topStmts = &Database{}, map[string]*tableSum{}, map[int64]*Statement{}
+				db, tables, topStmts = &Database{}, map[string]*tableSum{}, StatementSums{}
 			}
 			db.TuplesReturned += d.TuplesReturned
 			db.Commits += d.Commits
@@ -136,15 +136,7 @@ func Combine(ws []Window) (Window, error) {
 			if d.StatementsUnavailable != "" {
 				db.StatementsUnavailable = d.StatementsUnavailable
 			}
-			for _, st := range d.TopStatements {
-				sum := topStmts[st.QueryID]
-				if sum == nil {
-					sum = &Statement{QueryID: st.QueryID, Query: st.Query}
-					topStmts[st.QueryID] = sum
-				}
-				sum.Calls += st.Calls
-				sum.Rows += st.Rows
-			}
+			topStmts.Add(d.TopStatements)
 			for _, t := range d.Tables {
 				ts := tables[t.Name]
 				if ts == nil {
@@ -229,11 +221,7 @@ func Combine(ws []Window) (Window, error) {
 			}
 		}
 		if len(topStmts) > 0 {
-			all := make([]Statement, 0, len(topStmts))
-			for _, st := range topStmts {
-				all = append(all, *st)
-			}
-			db.TopStatements = TopStatements(all, MaxTopStatements)
+			db.TopStatements = TopStatements(topStmts.List(), MaxTopStatements)
 		}
 		for _, ts := range tables {
 			t := ts.Table

@@ -452,6 +452,32 @@ type Statement struct {
 	Rows    int64  `json:"rows"`
 }
 
+// StatementSums adds up statements by query id over windows (a make'd
+// map; nil reads as empty).
+type StatementSums map[int64]*Statement
+
+// Add adds a window's statements.
+func (s StatementSums) Add(ss []Statement) {
+	for _, st := range ss {
+		sum := s[st.QueryID]
+		if sum == nil {
+			sum = &Statement{QueryID: st.QueryID, Query: st.Query}
+			s[st.QueryID] = sum
+		}
+		sum.Calls += st.Calls
+		sum.Rows += st.Rows
+	}
+}
+
+// List returns the sums, in no particular order.
+func (s StatementSums) List() []Statement {
+	out := make([]Statement, 0, len(s))
+	for _, st := range s {
+		out = append(out, *st)
+	}
+	return out
+}
+
 // MaxTopStatements bounds a window's statement list: the most called and
 // the most rows, MaxTopStatements of each (a statement can be both).
 const MaxTopStatements = 10
