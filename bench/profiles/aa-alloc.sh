@@ -26,18 +26,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { printf '%s aa-alloc: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-lh=${LONGHAUL_BIN:-}
-if [[ -z "$lh" ]]; then
-	log "building longhaul"
-	go build -o "$work/longhaul" ./cmd/longhaul
-	lh="$work/longhaul"
-fi
-demo=${DEMO_BIN:-}
-if [[ -z "$demo" ]]; then
-	log "building the demo target"
-	CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
-	demo="$work/demo-target"
-fi
+# shellcheck source=bench/profiles/build.sh
+source bench/profiles/build.sh
 sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
 
 started=$(date -u '+%Y-%m-%d %H:%M')

@@ -28,18 +28,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { printf '%s profiles-memory: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-lh=${LONGHAUL_BIN:-}
-if [[ -z "$lh" ]]; then
-	log "building longhaul"
-	go build -o "$work/longhaul" ./cmd/longhaul
-	lh="$work/longhaul"
-fi
-demo=${DEMO_BIN:-}
-if [[ -z "$demo" ]]; then
-	log "building the demo target"
-	CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
-	demo="$work/demo-target"
-fi
+# shellcheck source=bench/profiles/build.sh
+source bench/profiles/build.sh
 
 # off.yaml is bench/compare/demo-local.yaml at RATE req/s; on.yaml adds
 # probes.profile.
