@@ -35,11 +35,6 @@ type PGStatement struct {
 // MaxStatementText bounds a statement's text as kept in a window.
 const MaxStatementText = 300
 
-// MaxStatements bounds the statements listed in one window: the most called
-// and the most rows, MaxStatements of each (a statement can be both). The
-// window's Statements count every statement.
-const MaxStatements = 10
-
 // statementsSource is where the reader finds pg_stat_statements, decided
 // once per connection (checkStatements).
 type statementsSource struct {
@@ -86,7 +81,7 @@ func (r *PGStatsReader) checkStatements(ctx context.Context) (statementsSource, 
 func statementsQuery(view string) string {
 	return probeMarker + `SELECT coalesce(queryid, 0), sum(calls)::int8, sum(rows)::int8, min(query) FROM ` + view + `
 	WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-	AND query NOT LIKE '/* longhaul-probes */%' GROUP BY 1`
+	AND query NOT LIKE '` + strings.TrimSpace(probeMarker) + `%' GROUP BY 1`
 }
 
 // scanStatements reads statementsQuery's rows into st.
@@ -128,21 +123,23 @@ func cutText(s string, n int) string {
 
 // statementsDelta fills d's statement figures from two readings that both
 // counted statements: the count, per request, and the window's busiest
-// statements (window.MaxTopStatements by calls and by rows).
+// statements (window.MaxTopStatements by calls and by rows). The count is
+// the sum of each statement's delta, not the delta of the sums: a
+// statement evicted from pg_stat_statements (pg_stat_statements.max) takes
+// its calls out of the sum without any reset, while each statement's
+// counter only goes down when it was reset (or evicted and seen again),
+// and then counts from zero.
 func statementsDelta(d *window.Database, prev, cur PGStats, requests int64) {
-	reset := cur.Statements < prev.Statements
 	var all []window.Statement
+	d.Statements = 0
 	for id, c := range cur.StatementCounts {
 		p := prev.StatementCounts[id] // a new statement counts from zero
 		s := window.Statement{QueryID: id, Query: c.Query, Calls: counterDelta(p.Calls, c.Calls), Rows: counterDelta(p.Rows, c.Rows)}
-		if reset {
-			s.Calls, s.Rows = c.Calls, c.Rows
-		}
+		d.Statements += s.Calls
 		if s.Calls > 0 || s.Rows > 0 {
 			all = append(all, s)
 		}
 	}
-	d.Statements = counterDelta(prev.Statements, cur.Statements)
 	d.StatementsCounted = true
 	if requests > 0 {
 		d.StatementsPerRequest = float64(d.Statements) / float64(requests)

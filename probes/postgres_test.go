@@ -476,3 +476,14 @@ func TestDatabaseDeltaStatements(t *testing.T) {
 		t.Errorf("without statements: %+v, want the reason", d)
 	}
 }
+
+// TestDatabaseDeltaStatementsEvicted: a statement evicted from
+// pg_stat_statements takes its calls out of the sum without a reset; the
+// window counts the others' calls, not the sum's fall.
+func TestDatabaseDeltaStatementsEvicted(t *testing.T) {
+	prev := PGStats{HasStatements: true, Statements: 1100, StatementCounts: map[int64]PGStatement{1: {"SELECT a", 100, 100}, 2: {"SELECT old", 1000, 1000}}}
+	cur := PGStats{HasStatements: true, Statements: 130, StatementCounts: map[int64]PGStatement{1: {"SELECT a", 120, 120}, 3: {"SELECT new", 10, 10}}}
+	if d := DatabaseDelta(prev, cur, 10); d.Statements != 30 || d.StatementsPerRequest != 3 {
+		t.Errorf("%d statements, %.1f per request; want 30 and 3", d.Statements, d.StatementsPerRequest)
+	}
+}
