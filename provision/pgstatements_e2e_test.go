@@ -56,14 +56,14 @@ func TestStatementsDemo(t *testing.T) {
 		}
 		t.Logf("window %d: %d requests, %d statements (%.3f per request), %d listed, %.1f rows read per request",
 			w.Index, w.Requests, d.Statements, d.StatementsPerRequest, len(d.TopStatements), d.RowsReadPerRequest)
-		if !d.StatementsCounted || w.Requests < 50 {
+		if !d.StatementsCounted || w.Requests < 50 || w.Partial {
 			continue
 		}
 		counted++
-		// One statement per request; the window's edges can move one or
-		// two requests' statements between neighbours (the driver closes
-		// the window, the probe reads a moment later).
-		if d.StatementsPerRequest < 0.95 || d.StatementsPerRequest > 1.05 {
+		// One statement per request; the probe reads a moment after the
+		// driver closes the window (within the Sample's budget), so a
+		// window's statements are those of a span shifted by that much.
+		if d.StatementsPerRequest < 0.9 || d.StatementsPerRequest > 1.1 {
 			t.Errorf("window %d: %.3f statements per request, want 1 (GET /items is one SELECT)", w.Index, d.StatementsPerRequest)
 		}
 		for _, st := range d.TopStatements {
