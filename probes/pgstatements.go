@@ -17,7 +17,10 @@ import (
 // own entries in pg_stat_statements can be told from the target's and left
 // out: pg_stat_statements keeps a statement's text as sent, leading comment
 // included (only whitespace is trimmed), for each statement of a
-// multi-statement query string too.
+// multi-statement query string too. The text is the one first seen for a
+// query id, and the id ignores comments, so each of the probe's statements
+// is one a target would not send as it is (catalog reads, a function
+// called in FROM).
 const probeMarker = "/* longhaul-probes */ "
 
 // PGStatement is one statement's pg_stat_statements counters in the
@@ -38,40 +41,77 @@ const MaxStatementText = 300
 // statementsSource is where the reader finds pg_stat_statements, decided
 // once per connection (checkStatements).
 type statementsSource struct {
-	view        string // the qualified view, "" when unavailable
+	view        string // the qualified view, "" when unavailable or not looked for yet
 	unavailable string // why not, when view is ""
 }
 
-// checkStatements finds pg_stat_statements in the connected database: the
-// extension must be created there and its library loaded
-// (shared_preload_libraries), or its view errors. Each query is a
-// transaction of the probe's own and counts in r.xacts.
-func (r *PGStatsReader) checkStatements(ctx context.Context) (statementsSource, error) {
+// checkStatements looks for pg_stat_statements in the connected database
+// right after the connection's first reading, st, and adds the target's
+// statements to it when they can be read: the extension must be created
+// there and its library loaded (shared_preload_libraries), or its view
+// errors. Later readings read them in their own batch.
+//
+// It comes after the first reading, not before, because its queries are
+// transactions of the probe's own (counted in r.xacts) that a new backend
+// publishes up to a second late: before the first reading, they would make
+// that baseline's count of the target's transactions short, and the run's
+// total too high. After it they could only move between windows, and on
+// PostgreSQL 15 and later not even that: the check ends by asking the
+// backend to publish its statistics as soon as it is idle
+// (pg_stat_force_next_flush).
+func (r *PGStatsReader) checkStatements(ctx context.Context, st *PGStats) (err error) {
+	defer func() {
+		if err == nil && serverMajor(r.conn) >= 15 {
+			r.xacts++
+			// In FROM, so that its query id differs from a target's own
+			// SELECT pg_stat_force_next_flush() (the id ignores comments).
+			_, err = r.conn.Exec(ctx, probeMarker+`SELECT 1 FROM pg_stat_force_next_flush()`)
+		}
+	}()
+	unavailable := func(why string) error {
+		r.stmts = statementsSource{unavailable: why}
+		st.StatementsUnavailable = why
+		return nil
+	}
 	var schema string
 	r.xacts++
-	err := r.conn.QueryRow(ctx, probeMarker+`SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	err = r.conn.QueryRow(ctx, probeMarker+`SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 	WHERE e.extname = 'pg_stat_statements'`).Scan(&schema)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return statementsSource{unavailable: "the pg_stat_statements extension is not created in the target's database (CREATE EXTENSION pg_stat_statements, with shared_preload_libraries = 'pg_stat_statements')"}, nil
+		return unavailable("the pg_stat_statements extension is not created in the target's database (CREATE EXTENSION pg_stat_statements, with shared_preload_libraries = 'pg_stat_statements')")
 	}
 	if err != nil {
-		return statementsSource{}, fmt.Errorf("look for pg_stat_statements: %w", err)
+		return fmt.Errorf("look for pg_stat_statements: %w", err)
 	}
 	view := pgx.Identifier{schema, "pg_stat_statements"}.Sanitize()
 	r.xacts++
-	var n int64
-	// The view's function errors unless the library is loaded; without
-	// the texts, the call is cheap.
-	err = r.conn.QueryRow(ctx, probeMarker+`SELECT count(*) FROM `+view+`(false)`).Scan(&n)
+	rows, err := r.conn.Query(ctx, statementsQuery(view))
+	if err == nil {
+		err = scanStatements(rows, st)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Not loaded (shared_preload_libraries), or no permission to call it.
-		return statementsSource{unavailable: "pg_stat_statements: " + pgErr.Message}, nil
+		// Not loaded (shared_preload_libraries), or no permission.
+		return unavailable("pg_stat_statements: " + pgErr.Message)
 	}
 	if err != nil {
-		return statementsSource{}, fmt.Errorf("read pg_stat_statements: %w", err)
+		return fmt.Errorf("read pg_stat_statements: %w", err)
 	}
-	return statementsSource{view: view}, nil
+	r.stmts = statementsSource{view: view}
+	return nil
+}
+
+// serverMajor is the connected server's major version (0 when unknown).
+func serverMajor(conn *pgx.Conn) int {
+	v := conn.PgConn().ParameterStatus("server_version")
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // statementsQuery reads the target's statements from view: those of the

@@ -117,16 +117,11 @@ func (r *PGStatsReader) Read(ctx context.Context) (PGStats, error) {
 			}
 			r.conn = conn
 			r.connects++
+			r.stmts = statementsSource{} // looked for again: the server may have restarted with other settings
 		}
-		var err error
-		if !reused {
-			// Looked for on every new connection: the server may have
-			// restarted with other settings.
-			r.stmts, err = r.checkStatements(ctx)
-		}
-		var st PGStats
-		if err == nil {
-			st, err = r.read(ctx)
+		st, err := r.read(ctx)
+		if err == nil && !reused {
+			err = r.checkStatements(ctx, &st)
 		}
 		if err == nil {
 			return st, nil

@@ -355,7 +355,7 @@ func TestDatabaseStatements(t *testing.T) {
 	needStatStatements(t)
 	cluster := pgtest.StartWith(t, pgtest.ClusterOptions{Settings: []string{"shared_preload_libraries=pg_stat_statements"}})
 	dsn := pgtest.NewDatabase(t, cluster)
-	load := newPGLoad(t, dsn, 100, 10)
+	load := newPGLoad(t, dsn, 100, 50)
 	load.exec(`CREATE EXTENSION pg_stat_statements`)
 	load.requests(1) // the load's statements are prepared before the baseline
 	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
