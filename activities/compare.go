@@ -539,6 +539,11 @@ func (a *Activities) CompareVerdicts(ctx context.Context, in VerdictsInput) (Ver
 	} else {
 		vs = analysis.ComparePairs(pairs, opts)
 	}
+	roundsB := make([][]window.Window, len(used))
+	for i, h := range used {
+		roundsB[i] = h[1].ws
+	}
+	analysis.ExplainWalls(vs, roundsB, in.Warmup)
 	if cpuDecided(vs) {
 		var profA, profB []store.Profile
 		for _, h := range used {

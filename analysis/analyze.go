@@ -364,6 +364,9 @@ const (
 	MissingHeap     = "heap_bytes"
 	MissingDatabase = "database"
 	MissingCPU      = "cpu_seconds"
+	// MissingStatements: a PostgreSQL database whose statements were not
+	// counted (pg_stat_statements absent), as the probe found it.
+	MissingStatements = "statements"
 )
 
 // missingFinding names the probe data absent from every analysed window and,
@@ -373,7 +376,8 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 	if len(inc.ws) == 0 {
 		return Finding{}, false
 	}
-	var heap, db, cpu bool
+	var heap, db, cpu, stmts bool
+	var stmtsMissing string       // why the database probe could not count statements
 	failed := map[string]string{} // probe → its last error
 	var absent []string           // readings the database does not offer
 	for _, w := range inc.ws {
@@ -383,17 +387,25 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 			absent = d.Absent
 		}
 		cpu = cpu || w.Probes.CPUSeconds != nil || w.Probes.CPUMicrosPerRequest != nil
+		if d := w.Probes.Database; d != nil {
+			stmts = stmts || d.StatementsCounted
+			if d.StatementsUnavailable != "" {
+				stmtsMissing = d.StatementsUnavailable
+			}
+		}
 		for _, f := range w.ProbeFailures {
 			failed[f.Probe] = f.Error
 		}
 	}
 	var missing, what []string
 	enable := false // some missing data had no failing probe: enable one
+	fix := false    // some missing data had a failing probe
 	add := func(name, text string, probes ...string) {
 		missing = append(missing, name)
 		for _, p := range probes {
 			if e, ok := failed[p]; ok {
 				what = append(what, fmt.Sprintf("%s, the %s probe failed: %s)", strings.TrimSuffix(text, ")"), p, shorten(e, 120)))
+				fix = true
 				return
 			}
 		}
@@ -420,6 +432,12 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 			offers += fmt.Sprintf(", so a collapse is traced to a %s by the op that slowed as it grew, not by what the queries read", table)
 		}
 	}
+	if !stmts && stmtsMissing != "" {
+		// Not a probe to enable: the database lacks the extension, and
+		// the text says what to do about it.
+		missing = append(missing, MissingStatements)
+		what = append(what, "statements per request ("+stmtsMissing+")")
+	}
 	if len(missing) == 0 {
 		return Finding{}, false
 	}
@@ -431,7 +449,10 @@ func (inc *incarnation) missingFinding() (Finding, bool) {
 			Evidence: Evidence{FirstWindow: first, LastWindow: last, Missing: missing},
 		}, true
 	}
-	advice := " — fix the failing probes"
+	advice := ""
+	if fix {
+		advice = " — fix the failing probes"
+	}
 	if enable {
 		advice = " — enable the matching probes in the scenario"
 		if inc.external {

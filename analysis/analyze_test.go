@@ -166,6 +166,45 @@ func TestMissingEvidenceNamesProbes(t *testing.T) {
 	}
 }
 
+// TestMissingEvidenceStatements: a PostgreSQL database whose statements the
+// probe could not count is named with the probe's reason, and without
+// "enable a probe" advice; counted in some window, or never said to be
+// missing (MySQL, an old run), it is not.
+func TestMissingEvidenceStatements(t *testing.T) {
+	cpu, heap := 0.5, int64(1<<20)
+	all := func(db window.Database) []window.Window {
+		return windows(30, func(i int, w *window.Window) {
+			d := db
+			w.Probes.CPUSeconds, w.Probes.HeapBytes, w.Probes.Database = &cpu, &heap, &d
+		})
+	}
+	missing := func(ws []window.Window) (Finding, bool) {
+		for _, f := range Analyze(ws, DefaultOptions()).Findings {
+			if f.Kind == KindMissingEvidence {
+				return f, true
+			}
+		}
+		return Finding{}, false
+	}
+	const why = "the pg_stat_statements extension is not created in the target's database (CREATE EXTENSION pg_stat_statements)"
+	f, ok := missing(all(window.Database{StatementsUnavailable: why}))
+	if !ok || !slices.Equal(f.Evidence.Missing, []string{MissingStatements}) {
+		t.Fatalf("missing %v (%v), want %v", f.Evidence.Missing, ok, []string{MissingStatements})
+	}
+	if want := "no probe data for statements per request (" + why + ")"; f.Summary != want {
+		t.Errorf("summary %q, want %q", f.Summary, want)
+	}
+	for name, ws := range map[string][]window.Window{
+		"counted":       all(window.Database{StatementsCounted: true}),
+		"never said":    all(window.Database{}),
+		"counted later": append(all(window.Database{StatementsUnavailable: why})[:10], all(window.Database{StatementsCounted: true})[10:]...),
+	} {
+		if f, ok := missing(ws); ok {
+			t.Errorf("%s: %s", name, f.Summary)
+		}
+	}
+}
+
 func TestMissingEvidenceNamesFailingProbes(t *testing.T) {
 	cpu := 0.5
 	withCPU := func(i int, w *window.Window) { w.Probes.CPUSeconds = &cpu }

@@ -43,7 +43,7 @@ import (
 // Only windows whose load level is within SteadyTolerance of the median level
 // count, so the rising part of a ramp is not read as a change in throughput.
 // The third result reports that there were too few windows for a verdict.
-func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
+func (a *analyzer) collapse(inc *incarnation) (f Finding, found, thin bool) {
 	o := a.opts.Collapse
 	var pos []int
 	var rateWindows int
@@ -88,6 +88,14 @@ func (a *analyzer) collapse(inc *incarnation) (Finding, bool, bool) {
 	}
 	fell := func(minDrop float64) bool { return drop >= minDrop && mkR.PDown <= o.Alpha }
 	rose := func(minRise float64) bool { return rise >= minRise && mkL.PUp <= o.Alpha }
+	// Whatever explains a collapse, the late windows say which resource
+	// ran out as it happened (wall): added to every finding of a fall or a
+	// rise, none to a note.
+	defer func() {
+		if found && f.Severity != Info {
+			a.collapseWall(inc, pos[n-q:], rose(o.MinLatencyRise), &f)
+		}
+	}()
 	// Throughput leads the summary when it fell clearly; latency when it
 	// rose clearly instead; otherwise whichever moved by the larger factor.
 	byThroughput := fell(o.MinAttributedDrop) ||
@@ -635,4 +643,20 @@ func (a *analyzer) machineBusy(inc *incarnation, pos []int, y []float64) (share,
 	}
 	share, rho = a.medianOf(f), Spearman(yy, f)
 	return share, rho, share >= 0.5 || !math.IsNaN(rho) && rho <= -0.5
+}
+
+// collapseWall adds to a collapse finding the resource that was saturated
+// in its late windows (pos), from the thread readings: "; in the last
+// quarter of the windows the database's processes were busy 0.95 cores,
+// more than the target's 0.30: the database is the wall — …". Nothing
+// without thread readings. A driver short of CPU there goes first, loudly,
+// as on a throughput limit.
+func (a *analyzer) collapseWall(inc *incarnation, pos []int, latencyRose bool, f *Finding) {
+	wall, driver := a.wall(inc, pos, wallScope{on: "in the last quarter of the windows", latencyRose: latencyRose}, &f.Evidence)
+	if wall != "" {
+		f.Summary += "; " + wall
+	}
+	if driver != "" {
+		f.Summary = driver + ". " + f.Summary
+	}
 }

@@ -73,11 +73,12 @@ type Evidence struct {
 	Unit   string  `json:"unit,omitempty"`
 	// Cause names the likely cause where a detector tells causes apart
 	// (rate_missed: CauseTargetLatency, CauseMaxVUs, CauseDriverCPU;
-	// throughput_limit: CauseSingleThread, CauseTargetCores,
-	// CauseDatabaseCPU, CauseNoCPU).
+	// throughput_limit and collapse: CauseSingleThread, CauseTargetCores,
+	// CauseDatabaseCPU, CauseNoCPU — the wall).
 	Cause string `json:"cause,omitempty"`
 	// Thread is the target's busiest thread's name beyond a throughput
-	// limit's knee (throughput_limit, with the thread probe's readings).
+	// limit's knee or in a collapse's late windows (with the thread
+	// probe's readings).
 	Thread string `json:"thread,omitempty"`
 	// Missing names the probe data a detector needed and did not find.
 	Missing []string `json:"missing,omitempty"`

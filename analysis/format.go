@@ -134,6 +134,8 @@ func MissingLabel(name string) string {
 		return "database statistics"
 	case MissingCPU:
 		return "target CPU time"
+	case MissingStatements:
+		return "statements per request"
 	}
 	return strings.ReplaceAll(name, "_", " ")
 }

@@ -127,7 +127,7 @@ func (a *analyzer) throughputLimit(inc *incarnation) (Finding, bool, bool) {
 		summary = fmt.Sprintf("throughput levelled off at ≈%s req/s from ≈%s %s: going on to %s %s changed it by %+.0f %%%s",
 			fmtCount(plateau), fmtCount(knee), unit, fmtCount(xmax), unit, gain*100, latText)
 	}
-	wall, driver := a.wall(inc, beyondPos, knee, unit, latText != "", &ev)
+	wall, driver := a.wall(inc, beyondPos, wallScope{on: fmt.Sprintf("from %s %s on", fmtCount(knee), unit), ramp: true, latencyRose: latText != ""}, &ev)
 	switch {
 	case wall != "":
 		summary += " — " + wall

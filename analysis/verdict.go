@@ -119,4 +119,9 @@ type Verdict struct {
 	// each: the allocation sites whose bytes allocated per request moved
 	// most between A and B, biggest mover first.
 	AllocDiff []AllocationCost `json:"alloc_diff,omitempty"`
+	// Wall is set on a worse latency or throughput verdict whose B rounds
+	// have thread readings that show a saturated resource (ExplainWalls):
+	// which, in words, and WallCause its name (CauseSingleThread, …).
+	Wall      string `json:"wall,omitempty"`
+	WallCause string `json:"wall_cause,omitempty"`
 }

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // Causes of a throughput_limit finding (Evidence.Cause): the resource the
@@ -41,13 +45,27 @@ const (
 	driverMinWaitCPU = 0.05
 )
 
-// wall names the resource behind a throughput limit from the windows at
-// pos (those beyond the knee). It returns "" when those windows have no
-// thread readings: without them it says nothing. latencyRose says whether
-// latency grew beyond the knee (the condition for "no CPU was saturated").
-// The driver's warning is separate: a wall can be named and the
-// measurement still be disturbed.
-func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, latencyRose bool, ev *Evidence) (text, driver string) {
+// wallScope says where a wall is looked for and how it is told.
+type wallScope struct {
+	// on places the windows in the text: "from 24 VUs on" (beyond a
+	// ramp's knee), "in the last quarter's windows" (a collapse), "in B's
+	// rounds" (a comparison).
+	on string
+	// ramp adds "more VUs only queue" to a saturated resource: true of a
+	// concurrency ramp only.
+	ramp bool
+	// latencyRose allows "no CPU was saturated": latency grew in those
+	// windows, so something was; with no CPU busy it was a pool, a lock or
+	// something downstream.
+	latencyRose bool
+}
+
+// wall names the resource behind a throughput limit, a collapse or a
+// slower build from the windows at pos (beyond the knee, the late windows,
+// a side's rounds). It returns "" when those windows have no thread
+// readings: without them it says nothing. The driver's warning is
+// separate: a wall can be named and the measurement still be disturbed.
+func (a *analyzer) wall(inc *incarnation, pos []int, sc wallScope, ev *Evidence) (text, driver string) {
 	var hot, hotCores, tgt, tgtCPU, allowed, db, dbCPU, drv, drvWait, waitShare []float64
 	threads := map[string]int{}
 	mainThread := 0
@@ -139,11 +157,11 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 		note("driver_wait_p50_share", share)
 		switch {
 		case wait >= driverMinWaitCPU && share >= driverWaitShare:
-			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver was short of CPU beyond the knee: its threads waited for a CPU %s s per second, %s of the p50 latency per request, so these latencies are partly its own wait — %s",
-				fmtCores(wait), fmtPct(share), a.driverAdvice(inc, pos))
+			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver was short of CPU %s: its threads waited for a CPU %s s per second, %s of the p50 latency per request, so these latencies are partly its own wait — %s",
+				sc.on, fmtCores(wait), fmtPct(share), a.driverAdvice(inc, pos))
 		case !math.IsNaN(cores) && run >= wallBusy*cores:
-			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver used %s of the %s cores itself beyond the knee, so the load it offered was capped by its own CPU — lower the load, or run the driver on a machine with more cores",
-				fmtCores(run), fmtCores(cores))
+			driver = fmt.Sprintf("MEASUREMENT NOT VALID: longhaul's own driver used %s of the %s cores itself %s, so the load it offered was capped by its own CPU — lower the load, or run the driver on a machine with more cores",
+				fmtCores(run), fmtCores(cores), sc.on)
 		}
 		if driver != "" {
 			ev.Notes["driver_short_of_cpu"] = 1
@@ -168,24 +186,27 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 	if math.IsNaN(work) {
 		work = tgtBusy
 	}
-	on := fmt.Sprintf("from %s %s on", fmtCount(from), unit)
+	on, queue := sc.on, ""
+	if sc.ramp {
+		queue = " — more VUs only queue"
+	}
 	allCores := !math.IsNaN(cores) && !math.IsNaN(tgtBusy) && tgtBusy >= wallBusy*cores && work >= wallMinCPU*cores
 	switch {
 	case allCores && cores > 1:
 		ev.Cause = CauseTargetCores
-		return fmt.Sprintf("the target kept all %s of its allowed cores busy %s (%s cores): it is CPU-bound — more VUs only queue; its busiest thread, %s, %s",
-			fmtCores(cores), on, fmtCores(tgtBusy), ev.Thread, ranText()), driver
+		return fmt.Sprintf("the target kept all %s of its allowed cores busy %s (%s cores): it is CPU-bound%s; its busiest thread, %s, %s",
+			fmtCores(cores), on, fmtCores(tgtBusy), queue, ev.Thread, ranText()), driver
 	case hotBusy >= wallBusy && hotCPU >= wallMinCPU:
 		ev.Cause = CauseSingleThread
-		return fmt.Sprintf("the target's %s %s %s: a single-threaded wall — more VUs only queue", name, ranText(), on), driver
+		return fmt.Sprintf("the target's %s %s %s: a single-threaded wall%s", name, ranText(), on, queue), driver
 	case allCores:
 		ev.Cause = CauseTargetCores
-		return fmt.Sprintf("the target kept its %s allowed core busy %s (%s): it is CPU-bound — more VUs only queue", fmtCores(cores), on, fmtCores(tgtBusy)), driver
+		return fmt.Sprintf("the target kept its %s allowed core busy %s (%s): it is CPU-bound%s", fmtCores(cores), on, fmtCores(tgtBusy), queue), driver
 	case !math.IsNaN(dbBusy) && dbBusy >= wallBusy && dbGot >= wallMinCPU && (math.IsNaN(tgtBusy) || dbBusy > tgtBusy):
 		ev.Cause = CauseDatabaseCPU
 		return fmt.Sprintf("the database's processes were busy %s cores %s, more than the target's %s: the database is the wall — look at its queries (rows read and transactions per request)",
 			fmtCores(dbBusy), on, fmtCores(tgtBusy)), driver
-	case latencyRose && driver == "":
+	case sc.latencyRose && driver == "":
 		ev.Cause = CauseNoCPU
 		parts := []string{fmt.Sprintf("the target's busiest thread %s %s of the time", ev.Thread, busyWord(busy, hotBusy))}
 		if !math.IsNaN(tgtBusy) && !math.IsNaN(cores) {
@@ -198,6 +219,54 @@ func (a *analyzer) wall(inc *incarnation, pos []int, from float64, unit string, 
 			on, joinAnd(parts), a.foreignNote(inc, pos)), driver
 	}
 	return "", driver
+}
+
+// ExplainWalls names the saturated resource on each worse latency or
+// throughput verdict of vs (p50, p95, p99, rps: B slower), from the thread
+// readings of B's rounds (roundsB, each round's windows; warm-up left out
+// as the verdicts' values leave it out), by the rules a throughput limit
+// uses: it sets Verdict.Wall and WallCause and adds the wall to Summary.
+// Only a saturated resource is named (a single thread, the target's cores,
+// the database's processes) or longhaul's driver short of CPU: a slower
+// build with nothing saturated is told by its CPU verdict and profiles,
+// not by a guess at a pool or a lock. Verdicts are left as they are
+// without thread readings.
+func ExplainWalls(vs []Verdict, roundsB [][]window.Window, warmup time.Duration) {
+	var worse []int
+	for i, v := range vs {
+		switch v.Metric {
+		case MetricP50Ms, MetricP95Ms, MetricP99Ms, MetricRPS:
+			if v.Outcome == Worse {
+				worse = append(worse, i)
+			}
+		}
+	}
+	if len(worse) == 0 {
+		return
+	}
+	a := &analyzer{opts: Options{Warmup: warmup}}
+	side := &incarnation{}
+	for _, ws := range roundsB {
+		for _, inc := range a.split(ws) {
+			side.ws = append(side.ws, inc.ws...)
+		}
+	}
+	pos := make([]int, len(side.ws))
+	for i := range pos {
+		pos[i] = i
+	}
+	var ev Evidence
+	wall, driver := a.wall(side, pos, wallScope{on: "in B's rounds"}, &ev)
+	if driver != "" {
+		wall, ev.Cause = strings.TrimSpace(driver+". "+wall), CauseDriverCPU
+	}
+	if wall == "" {
+		return
+	}
+	for _, i := range worse {
+		vs[i].Wall, vs[i].WallCause = wall, ev.Cause
+		vs[i].Summary += " — " + wall
+	}
 }
 
 // driverAdvice says what to do about a driver short of CPU.

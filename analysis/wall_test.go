@@ -2,8 +2,10 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -93,7 +95,7 @@ func TestThroughputLimitNamesTheWall(t *testing.T) {
 			p.DriverCores, p.DriverBusyCores = f64(0.4), f64(0.4+0.4*c)
 			p.HostForeignCPU = f64(0.3)
 		}, CauseSingleThread,
-			[]string{"MEASUREMENT NOT VALID: longhaul's own driver was short of CPU beyond the knee", "40 % of the p50 latency per request", "other work took 30 % of the machine", "single-threaded wall"},
+			[]string{"MEASUREMENT NOT VALID: longhaul's own driver was short of CPU from ", "40 % of the p50 latency per request", "other work took 30 % of the machine", "single-threaded wall"},
 			nil, "node", true},
 		{"the driver short of CPU and nothing else: no pool hint", func(s, c float64, p *window.Probes) {
 			p.HottestThread = "demo-target"
@@ -157,6 +159,139 @@ func TestThroughputLimitNamesTheWall(t *testing.T) {
 				}
 			} else if _, ok := ev.Notes["hottest_thread_cores"]; ok || ev.Thread != "" {
 				t.Errorf("thread evidence without thread readings: %v", ev.Notes)
+			}
+		})
+	}
+}
+
+// TestCollapseNamesTheWall: a collapse (the demo model's unindexed table)
+// whose late windows show the database's processes busy says the database
+// was the wall, beside the table; with a single thread pinned, that; with
+// nothing busy while latency rose, a pool or a lock; with no thread
+// readings, nothing more than before.
+func TestCollapseNamesTheWall(t *testing.T) {
+	base := demo.with("no index", func(m *model) { m.noIndex = true }).generate(1)
+	tests := []struct {
+		name     string
+		probe    func(frac float64, p *window.Probes) // frac: the window's place in the run, 0…1
+		cause    string
+		contains []string
+	}{
+		{"no thread readings", nil, "", nil},
+		{"the database busy late", func(frac float64, p *window.Probes) {
+			p.HottestThread = "demo-target"
+			p.HottestThreadCores, p.HottestThreadBusy = f64(0.2), f64(0.25)
+			p.TargetBusyCores, p.CoresAllowed = f64(0.3), f64(2)
+			p.DatabaseCores, p.DatabaseBusyCores = f64(0.3+0.7*frac), f64(0.3+0.7*frac)
+		}, CauseDatabaseCPU, []string{"; the database's processes were busy 0.9", " cores in the last quarter of the windows, more than the target's 0.30: the database is the wall"}},
+		{"a single thread pinned late", func(frac float64, p *window.Probes) {
+			p.HottestThread, p.HottestThreadMain = "node", true
+			p.HottestThreadCores, p.HottestThreadBusy = f64(0.5+0.5*frac), f64(0.5+0.5*frac)
+			p.TargetBusyCores, p.CoresAllowed = f64(1.1), f64(2)
+		}, CauseSingleThread, []string{"the target's main thread (node) ran at 0.9", "of a core in the last quarter of the windows: a single-threaded wall"}},
+		{"nothing saturated while latency rose", func(frac float64, p *window.Probes) {
+			p.HottestThread = "demo-target"
+			p.HottestThreadCores, p.HottestThreadBusy = f64(0.1), f64(0.12)
+			p.TargetBusyCores, p.CoresAllowed = f64(0.3), f64(2)
+		}, CauseNoCPU, []string{"no CPU was saturated in the last quarter of the windows (the target's busiest thread demo-target busy 0.12 of the time and the target 0.30 of 2.00 cores) — look for a pool or a lock"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := slices.Clone(base)
+			for i := range ws {
+				ws[i].Probes = base[i].Probes
+				if tt.probe != nil {
+					tt.probe(float64(i)/float64(len(ws)-1), &ws[i].Probes)
+				}
+			}
+			f, ok := find(Analyze(ws, DefaultOptions()), KindCollapse)
+			if !ok || f.Severity != Critical || f.Evidence.Table != "items" {
+				t.Fatalf("want the critical collapse on items, got %+v", f)
+			}
+			if f.Evidence.Cause != tt.cause {
+				t.Errorf("cause %q, want %q: %s", f.Evidence.Cause, tt.cause, f.Summary)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(f.Summary, s) {
+					t.Errorf("summary lacks %q: %s", s, f.Summary)
+				}
+			}
+			if tt.cause == "" {
+				for _, s := range []string{"wall", "saturated", "busy"} {
+					if strings.Contains(f.Summary, s) {
+						t.Errorf("no wall to name, but the summary says %q: %s", s, f.Summary)
+					}
+				}
+			}
+			if !strings.Contains(f.Summary, "missing an index") {
+				t.Errorf("the table's explanation is gone: %s", f.Summary)
+			}
+		})
+	}
+}
+
+// TestExplainWalls: a worse latency or throughput verdict gets the
+// resource saturated in B's rounds; other verdicts, and rounds without
+// thread readings or with nothing saturated, get none.
+func TestExplainWalls(t *testing.T) {
+	rounds := func(probe func(p *window.Probes)) [][]window.Window {
+		var out [][]window.Window
+		for range 3 {
+			out = append(out, windows(10, func(i int, w *window.Window) {
+				if probe != nil {
+					probe(&w.Probes)
+				}
+			}))
+		}
+		return out
+	}
+	verdicts := func() []Verdict {
+		return []Verdict{
+			{Metric: MetricP50Ms, Outcome: Worse, Summary: "p50 → worse"},
+			{Metric: MetricRPS, Outcome: Worse, Summary: "rps → worse"},
+			{Metric: MetricP99Ms, Outcome: Better, Summary: "p99 → better"},
+			{Metric: MetricCPUMicrosPerReq, Outcome: Worse, Summary: "cpu → worse"},
+		}
+	}
+	tests := []struct {
+		name  string
+		probe func(p *window.Probes)
+		cause string
+		wall  string
+	}{
+		{"no thread readings", nil, "", ""},
+		{"the main thread pinned", func(p *window.Probes) {
+			p.HottestThread, p.HottestThreadMain = "node", true
+			p.HottestThreadCores, p.HottestThreadBusy = f64(0.97), f64(0.99)
+			p.TargetBusyCores, p.CoresAllowed = f64(1.1), f64(2)
+		}, CauseSingleThread, "the target's main thread (node) ran at 0.97 of a core in B's rounds: a single-threaded wall"},
+		{"all cores", func(p *window.Probes) {
+			p.HottestThread = "demo-target"
+			p.HottestThreadCores, p.HottestThreadBusy = f64(0.6), f64(0.7)
+			p.TargetBusyCores, p.CoresAllowed = f64(1.95), f64(2)
+		}, CauseTargetCores, "the target kept all 2.00 of its allowed cores busy in B's rounds (1.95 cores): it is CPU-bound; its busiest thread, demo-target, was busy 0.70"},
+		{"nothing saturated: no guess", func(p *window.Probes) {
+			p.HottestThread = "demo-target"
+			p.HottestThreadCores, p.HottestThreadBusy = f64(0.1), f64(0.12)
+			p.TargetBusyCores, p.CoresAllowed = f64(0.3), f64(2)
+			p.DatabaseCores, p.DatabaseBusyCores = f64(0.05), f64(0.06)
+		}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vs := verdicts()
+			ExplainWalls(vs, rounds(tt.probe), 3*time.Second)
+			for i, v := range vs {
+				named := i < 2 && tt.cause != "" // the worse latency and throughput verdicts
+				if !named {
+					if v.Wall != "" || v.WallCause != "" || strings.Contains(v.Summary, " — ") {
+						t.Errorf("%s: a wall named: %+v", v.Metric, v)
+					}
+					continue
+				}
+				if v.WallCause != tt.cause || !strings.HasPrefix(v.Wall, tt.wall) || !strings.HasSuffix(v.Summary, "→ worse — "+v.Wall) {
+					t.Errorf("%s: cause %q, wall %q, summary %q; want %q, %q…", v.Metric, v.WallCause, v.Wall, v.Summary, tt.cause, tt.wall)
+				}
 			}
 		})
 	}

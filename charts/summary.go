@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/plot"
 
+	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -27,6 +28,9 @@ type summaryView struct {
 	// Partial is set when the run's last window was cut short: it is in the
 	// totals, not in the findings.
 	Partial bool
+	// Statements are the run's database round trips and its costliest
+	// statements (pg_stat_statements); nil without them.
+	Statements *report.DatabaseStatements
 }
 
 // tile is one headline figure.
@@ -68,6 +72,7 @@ func summarize(ws []window.Window) (summaryView, error) {
 	for _, w := range ws {
 		v.Partial = v.Partial || w.Partial
 	}
+	v.Statements = report.RunStatements(ws, report.TopStatementsShown)
 	pct := func(n, of int64) float64 {
 		if of == 0 {
 			return 0

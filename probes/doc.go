@@ -31,7 +31,8 @@
 //     its cumulative runtime counters (GoCounters: bytes allocated, GC
 //     cycles, GC CPU → per request); a Node.js target has no cumulative
 //     allocation counter in its inspector, so it has none of those.
-//   - database: pg_stat_user_tables and pg_stat_database (PGStatsReader,
+//   - database: pg_stat_user_tables, pg_stat_database and, where it is
+//     loaded, pg_stat_statements (PGStatsReader,
 //     DatabaseDelta).
 //
 // Beside the Sampler, two readers of the whole host's /proc take one reading

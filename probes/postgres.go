@@ -28,7 +28,15 @@ type PGStats struct {
 	// false where not counted (MySQL: see MySQLStatsReader).
 	Transactions    int64
 	HasTransactions bool
-	Tables          map[uint32]PGTable
+	// HasStatements says Statements and StatementCounts were read from
+	// pg_stat_statements (the target's statements in the connected
+	// database, keyed by query id); StatementsUnavailable says why not,
+	// when the reader found it absent. MySQL: neither (Statements is
+	// Questions).
+	HasStatements         bool
+	StatementsUnavailable string
+	StatementCounts       map[int64]PGStatement
+	Tables                map[uint32]PGTable
 }
 
 // PGTable is one pg_stat_user_tables row. Name is relname, qualified with
@@ -43,8 +51,10 @@ type PGTable struct {
 }
 
 // PGStatsReader reads pg_stat_database and pg_stat_user_tables over one
-// connection, opened on first use and reopened after it breaks. It is safe
-// for concurrent use (calls are serialised).
+// connection, opened on first use and reopened after it breaks, and the
+// target's statements from pg_stat_statements when the database has it
+// (looked for on each new connection). It is safe for concurrent use
+// (calls are serialised).
 //
 // Its own queries count in pg_stat_database (one transaction and the
 // catalog rows it reads, per reading) but not in pg_stat_user_tables. It
@@ -61,6 +71,7 @@ type PGStatsReader struct {
 	conn     *pgx.Conn
 	connects int   // connections opened, for tests
 	xacts    int64 // transactions this reader ran (each reading is one, committed or not)
+	stmts    statementsSource
 }
 
 // NewPGStatsReader returns a reader for the database at dsn (a PostgreSQL
@@ -72,10 +83,12 @@ func NewPGStatsReader(dsn string) (*PGStatsReader, error) {
 	return &PGStatsReader{dsn: dsn}, nil
 }
 
+// The reader's queries begin with probeMarker, which keeps them out of the
+// target's statements.
 const (
-	pgTablesQuery = `SELECT relid::int8, schemaname::text, relname::text, n_live_tup, seq_scan, seq_tup_read,
+	pgTablesQuery = probeMarker + `SELECT relid::int8, schemaname::text, relname::text, n_live_tup, seq_scan, seq_tup_read,
 	coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables`
-	pgDatabaseQuery = `SELECT tup_returned, xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()`
+	pgDatabaseQuery = probeMarker + `SELECT tup_returned, xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()`
 )
 
 // Read takes one reading, in one round trip. pg_stat_clear_snapshot() comes
@@ -104,8 +117,12 @@ func (r *PGStatsReader) Read(ctx context.Context) (PGStats, error) {
 			}
 			r.conn = conn
 			r.connects++
+			r.stmts = statementsSource{} // looked for again: the server may have restarted with other settings
 		}
 		st, err := r.read(ctx)
+		if err == nil && !reused {
+			err = r.checkStatements(ctx, &st)
+		}
 		if err == nil {
 			return st, nil
 		}
@@ -125,9 +142,12 @@ const ApplicationName = "longhaul-probes"
 
 func (r *PGStatsReader) read(ctx context.Context) (PGStats, error) {
 	var b pgx.Batch
-	b.Queue(`SELECT pg_stat_clear_snapshot()`)
+	b.Queue(probeMarker + `SELECT pg_stat_clear_snapshot()`)
 	b.Queue(pgTablesQuery)
 	b.Queue(pgDatabaseQuery)
+	if r.stmts.view != "" {
+		b.Queue(statementsQuery(r.stmts.view))
+	}
 	br := r.conn.SendBatch(ctx, &b)
 	defer br.Close()
 	own := r.xacts // the transactions before this one: this one is not counted yet
@@ -165,6 +185,17 @@ func (r *PGStatsReader) read(ctx context.Context) (PGStats, error) {
 		return PGStats{}, fmt.Errorf("read pg_stat_database: %w", err)
 	}
 	st.Transactions, st.HasTransactions = st.Commits+rollbacks-own, true
+	if r.stmts.view == "" {
+		st.StatementsUnavailable = r.stmts.unavailable
+		return st, nil
+	}
+	rows, err = br.Query()
+	if err == nil {
+		err = scanStatements(rows, &st)
+	}
+	if err != nil {
+		return PGStats{}, fmt.Errorf("read pg_stat_statements: %w", err)
+	}
 	return st, nil
 }
 
@@ -190,7 +221,9 @@ const MaxTables = 50
 // value), live rows at cur, and rows read per request, where rows read are
 // seq_tup_read + idx_tup_fetch, and transactions per request where both
 // readings count transactions. With requests ≤ 0 the per-request figures
-// are 0 (nil for transactions). Tables are sorted by name.
+// are 0 (nil for transactions). Tables are sorted by name. Statements come
+// from pg_stat_statements where both readings had it (statementsDelta);
+// else a reading that found it unavailable says why.
 func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
 	d := &window.Database{
 		TuplesReturned: counterDelta(prev.TuplesReturned, cur.TuplesReturned),
@@ -233,6 +266,16 @@ func DatabaseDelta(prev, cur PGStats, requests int64) *window.Database {
 	if requests > 0 {
 		d.RowsReadPerRequest = float64(rowsRead) / float64(requests)
 		d.StatementsPerRequest = float64(d.Statements) / float64(requests)
+	}
+	switch {
+	case prev.HasStatements && cur.HasStatements:
+		statementsDelta(d, prev, cur, requests)
+	case cur.HasStatements:
+		// The first reading since pg_stat_statements appeared: no delta
+		// yet; nothing is missing either.
+		d.Statements, d.StatementsPerRequest = 0, 0
+	default:
+		d.StatementsUnavailable = cur.StatementsUnavailable
 	}
 	if len(d.Tables) > MaxTables {
 		slices.SortFunc(d.Tables, func(a, b window.Table) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,7 @@ func TestDatabase(t *testing.T) {
 	t.Run("connection dropped", func(t *testing.T) { testSampleDatabaseConnectionDropped(t, pgtest.NewDatabase(t, cluster)) })
 	t.Run("delay", func(t *testing.T) { testSampleDatabaseDelay(t, pgtest.NewDatabase(t, cluster)) })
 	t.Run("transactions", func(t *testing.T) { testSampleDatabaseTransactions(t, pgtest.NewDatabase(t, cluster)) })
+	t.Run("no statements", func(t *testing.T) { testSampleDatabaseNoStatements(t, pgtest.NewDatabase(t, cluster)) })
 }
 
 func testSampleDatabase(t *testing.T, dsn string) {
@@ -341,5 +343,147 @@ func testSampleDatabaseTransactions(t *testing.T, dsn string) {
 	}
 	if total != want {
 		t.Errorf("%d transactions in all, want %d", total, want)
+	}
+}
+
+// TestDatabaseStatements: with pg_stat_statements loaded and created in the
+// target's database, each window counts the target's statements exactly
+// (pg_stat_statements counts a statement when it ends, with no publishing
+// delay) and lists them with their calls and rows; the probe's own
+// statements are not among them.
+func TestDatabaseStatements(t *testing.T) {
+	needStatStatements(t)
+	cluster := pgtest.StartWith(t, pgtest.ClusterOptions{Settings: []string{"shared_preload_libraries=pg_stat_statements"}})
+	dsn := pgtest.NewDatabase(t, cluster)
+	load := newPGLoad(t, dsn, 100, 50)
+	load.exec(`CREATE EXTENSION pg_stat_statements`)
+	load.requests(1) // the load's statements are prepared before the baseline
+	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	for i, n := range []int{10, 0, 25} {
+		load.requests(n)
+		w := &window.Window{Index: i, End: time.Now(), Requests: int64(2 * n)}
+		s.Sample(context.Background(), w)
+		d := w.Probes.Database
+		if d == nil {
+			t.Fatalf("window %d: no database reading; problems: %v", i, s.Problems())
+		}
+		if !d.StatementsCounted || d.StatementsUnavailable != "" {
+			t.Fatalf("window %d: statements not counted (%q)", i, d.StatementsUnavailable)
+		}
+		// Each request is one statement; requests() ends with one more
+		// (pg_stat_force_next_flush).
+		if want := int64(2*n + 1); d.Statements != want {
+			t.Errorf("window %d: %d statements, want %d (the load's, not the probe's)", i, d.Statements, want)
+		}
+		byText := map[string]window.Statement{}
+		for _, st := range d.TopStatements {
+			if strings.Contains(st.Query, "longhaul-probes") || strings.Contains(st.Query, "pg_stat_") && !strings.Contains(st.Query, "pg_stat_force_next_flush") {
+				t.Errorf("window %d: the probe's own statement listed: %+v", i, st)
+			}
+			byText[st.Query] = st
+		}
+		wantList := map[string]window.Statement{
+			"SELECT count(*) FROM items WHERE bucket = $1": {Calls: int64(n), Rows: int64(n)},
+			"SELECT name FROM users WHERE id = $1":         {Calls: int64(n), Rows: int64(n)},
+			"SELECT pg_stat_force_next_flush()":            {Calls: 1, Rows: 1},
+		}
+		for q, want := range wantList {
+			got := byText[q]
+			if want.Calls == 0 {
+				if got.Calls != 0 {
+					t.Errorf("window %d: %q listed with %d calls in an idle window", i, q, got.Calls)
+				}
+				continue
+			}
+			if got.Calls != want.Calls || got.Rows != want.Rows || got.QueryID == 0 {
+				t.Errorf("window %d: %q = %+v, want %d calls and %d rows with a query id", i, q, got, want.Calls, want.Rows)
+			}
+		}
+		if n > 0 && d.StatementsPerRequest != float64(2*n+1)/float64(2*n) {
+			t.Errorf("window %d: %.3f statements per request, want %.3f", i, d.StatementsPerRequest, float64(2*n+1)/float64(2*n))
+		}
+		t.Logf("window %d: %d statements, %.3f per request, %d listed", i, d.Statements, d.StatementsPerRequest, len(d.TopStatements))
+	}
+}
+
+// testSampleDatabaseNoStatements: without pg_stat_statements in the
+// database, or with it created but not loaded, the windows say which.
+func testSampleDatabaseNoStatements(t *testing.T, dsn string) {
+	needStatStatements(t)
+	load := newPGLoad(t, dsn, 10, 10)
+	sample := func() *window.Database {
+		s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		s.Start(context.Background())
+		load.requests(3)
+		w := &window.Window{Index: 0, End: time.Now(), Requests: 6}
+		s.Sample(context.Background(), w)
+		if w.Probes.Database == nil {
+			t.Fatalf("no reading; problems: %v", s.Problems())
+		}
+		return w.Probes.Database
+	}
+	if d := sample(); d.StatementsCounted || !strings.Contains(d.StatementsUnavailable, "extension is not created") {
+		t.Errorf("without the extension: counted %v, unavailable %q", d.StatementsCounted, d.StatementsUnavailable)
+	}
+	load.exec(`CREATE EXTENSION pg_stat_statements`)
+	if d := sample(); d.StatementsCounted || !strings.Contains(d.StatementsUnavailable, "shared_preload_libraries") {
+		t.Errorf("created, not loaded: counted %v, unavailable %q", d.StatementsCounted, d.StatementsUnavailable)
+	}
+}
+
+func needStatStatements(t *testing.T) {
+	t.Helper()
+	if libs, _ := filepath.Glob("/usr/lib/postgresql/*/lib/pg_stat_statements.so"); len(libs) == 0 {
+		t.Skip("no pg_stat_statements library (/usr/lib/postgresql/*/lib): install PostgreSQL's contrib modules")
+	}
+}
+
+// TestDatabaseDeltaStatements: statement deltas by query id (a new one
+// counts from zero, a reset from its new value); the first reading with
+// pg_stat_statements has no delta; a reading without it says why.
+func TestDatabaseDeltaStatements(t *testing.T) {
+	pg := func(counts map[int64]PGStatement) PGStats {
+		st := PGStats{HasStatements: true, StatementCounts: counts}
+		for _, c := range counts {
+			st.Statements += c.Calls
+		}
+		return st
+	}
+	prev := pg(map[int64]PGStatement{1: {"SELECT a", 100, 100}, 2: {"SELECT b", 50, 5000}})
+	cur := pg(map[int64]PGStatement{1: {"SELECT a", 160, 160}, 2: {"SELECT b", 50, 5000}, 3: {"INSERT c", 7, 7}})
+	d := DatabaseDelta(prev, cur, 30)
+	want := []window.Statement{{QueryID: 1, Query: "SELECT a", Calls: 60, Rows: 60}, {QueryID: 3, Query: "INSERT c", Calls: 7, Rows: 7}}
+	if !d.StatementsCounted || d.Statements != 67 || d.StatementsPerRequest != 67.0/30 || fmt.Sprint(d.TopStatements) != fmt.Sprint(want) {
+		t.Errorf("window: counted %v, %d statements, %.3f per request, %+v; want 67, %.3f, %+v", d.StatementsCounted, d.Statements, d.StatementsPerRequest, d.TopStatements, 67.0/30, want)
+	}
+	reset := pg(map[int64]PGStatement{1: {"SELECT a", 4, 4}})
+	if d := DatabaseDelta(cur, reset, 2); d.Statements != 4 || len(d.TopStatements) != 1 || d.TopStatements[0].Calls != 4 {
+		t.Errorf("after a reset: %d statements, %+v; want 4", d.Statements, d.TopStatements)
+	}
+	if d := DatabaseDelta(PGStats{StatementsUnavailable: "x"}, cur, 2); d.Statements != 0 || d.StatementsCounted || d.StatementsUnavailable != "" {
+		t.Errorf("first reading with statements: %+v, want no delta and nothing missing", d)
+	}
+	if d := DatabaseDelta(cur, PGStats{StatementsUnavailable: "not loaded"}, 2); d.StatementsCounted || d.StatementsUnavailable != "not loaded" {
+		t.Errorf("without statements: %+v, want the reason", d)
+	}
+}
+
+// TestDatabaseDeltaStatementsEvicted: a statement evicted from
+// pg_stat_statements takes its calls out of the sum without a reset; the
+// window counts the others' calls, not the sum's fall.
+func TestDatabaseDeltaStatementsEvicted(t *testing.T) {
+	prev := PGStats{HasStatements: true, Statements: 1100, StatementCounts: map[int64]PGStatement{1: {"SELECT a", 100, 100}, 2: {"SELECT old", 1000, 1000}}}
+	cur := PGStats{HasStatements: true, Statements: 130, StatementCounts: map[int64]PGStatement{1: {"SELECT a", 120, 120}, 3: {"SELECT new", 10, 10}}}
+	if d := DatabaseDelta(prev, cur, 10); d.Statements != 30 || d.StatementsPerRequest != 3 {
+		t.Errorf("%d statements, %.1f per request; want 30 and 3", d.Statements, d.StatementsPerRequest)
 	}
 }

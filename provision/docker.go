@@ -485,7 +485,18 @@ func (d *Docker) startPostgres(ctx context.Context, env Environment, img string,
 		return nil, nil, fmt.Errorf("start postgres: create volume: %w", err)
 	}
 	d.opts.Logger.Info("starting postgres", "env", env.ID, "image", img, "offline", offline)
+	// longhaul's own images (the default and the offline one) have
+	// PostgreSQL's contrib modules, so they load pg_stat_statements for the
+	// database probe's statement counts; an image named in database.image
+	// is started as it is (a server missing the module would not start),
+	// and the probe says when the counts are missing.
+	var cmd []string
+	statStatements := spec.Image == ""
+	if statStatements {
+		cmd = []string{"postgres", "-c", "shared_preload_libraries=pg_stat_statements"}
+	}
 	ctr, err := runPostgres(ctx, img, 2,
+		testcontainers.WithCmd(cmd...),
 		testcontainers.WithLogger(d.tcLog),
 		testcontainers.WithEnv(map[string]string{
 			"POSTGRES_USER":     usr,
@@ -513,6 +524,10 @@ func (d *Docker) startPostgres(ctx context.Context, env Environment, img string,
 	}
 	db.URL = postgresURL(usr, pw, "127.0.0.1", int(mapped.Num()), name)
 	db.TargetURL = postgresURL(usr, pw, "db", 5432, name)
+	if statStatements {
+		// POSTGRES_USER is the image's superuser.
+		createStatStatements(ctx, db.URL, d.opts.Logger.With("env", env.ID))
+	}
 	return db, &templateDB{URL: db.TargetURL, DSN: db.TargetURL, Host: "db", Port: 5432, Name: name, User: usr, Password: pw}, nil
 }
 

@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -118,6 +119,11 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	}
 
 	name, usr, pw := dbNames(spec)
+	// pg_stat_statements (PostgreSQL's contrib, in Debian's server package)
+	// gives the database probe the target's statements per request; a
+	// server without the module still starts, and the probe says what is
+	// missing.
+	statStatements := hasStatStatements(bin)
 	var port int
 	for attempt := 1; ; attempt++ {
 		if port, err = freePort(); err != nil {
@@ -125,6 +131,9 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 		}
 		argv := []string{filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="}
+		if statStatements {
+			argv = append(argv, "-c", "shared_preload_libraries=pg_stat_statements")
+		}
 		exited, err := l.start(argv, dir, []string{"LC_ALL=C"}, markerFor(envID, "postgres"), logPath, cred, func(pid int) {
 			proc.PID = pid
 			onStart(proc)
@@ -166,11 +175,36 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 		}
 	}
 	dsn := postgresURL(usr, pw, "127.0.0.1", port, name)
+	if statStatements {
+		createStatStatements(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, url.PathEscape(name)), log)
+	}
 	log.Info("postgres ready", "port", port, "seconds", time.Since(start).Seconds())
 	return localDB{
 		endpoint: DatabaseEndpoint{Kind: "postgres", URL: dsn, TargetURL: dsn, Process: proc},
 		template: templateDB{URL: dsn, DSN: dsn, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
 	}, nil
+}
+
+// hasStatStatements reports whether the PostgreSQL whose binaries are in
+// bin has the pg_stat_statements module (its library beside them).
+func hasStatStatements(bin string) bool {
+	_, err := os.Stat(filepath.Join(filepath.Dir(bin), "lib", "pg_stat_statements.so"))
+	return err == nil
+}
+
+// createStatStatements creates pg_stat_statements in the target's database
+// at superuserURL (the extension is not trusted: a superuser creates it;
+// every user may read its view). A failure is logged, not fatal: the soak
+// runs without statement counts, and the database probe says why.
+func createStatStatements(ctx context.Context, superuserURL string, log *slog.Logger) {
+	conn, err := pgx.Connect(ctx, superuserURL)
+	if err == nil {
+		_, err = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+		conn.Close(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		log.Warn("pg_stat_statements not created: the windows will have no statement counts", "error", err)
+	}
 }
 
 // waitPostgres waits until the server accepts a connection that completes

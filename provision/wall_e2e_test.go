@@ -23,56 +23,15 @@ import (
 
 // rampWall provisions spec with the local provider, drives a closed-model
 // ramp of GET path from 1 to top VUs (then holds top) in 2 s windows
-// through the real server probes (activities.ServerProbes: the process,
-// thread and host-load probes, and the database's when there is one), and
-// returns the windows and the throughput-limit finding of their analysis
-// (ok false when there is none).
+// through the real server probes (driveProbed), and returns the windows
+// and the throughput-limit finding of their analysis (ok false when there
+// is none).
 func rampWall(t *testing.T, l *provision.Local, spec scenarios.Environment, path string, top int, ramp, hold time.Duration) ([]window.Window, analysis.Finding, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env, err := l.Provision(ctx, provision.Request{RunID: "wall-e2e", Spec: spec})
-	defer func() {
-		if err := l.Teardown(context.WithoutCancel(ctx), env); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-	}()
-	if err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	aenv := activities.Environment{ID: env.ID, Provider: env.Provider, TargetURL: env.TargetURL, PID: env.Target.PID}
-	if env.Database != nil {
-		aenv.DatabaseURL, aenv.DatabasePID = env.Database.URL, env.Database.Process.PID
-	}
-	logger := slog.New(slog.DiscardHandler)
-	prober, err := activities.ServerProbes(logger)(ctx, aenv, scenarios.Probes{})
-	if err != nil {
-		t.Fatalf("probes: %v", err)
-	}
-	defer prober.Close()
-
-	s := &scenarios.Scenario{Name: "wall", Ops: []scenarios.Op{{Weight: 1, Step: scenarios.Step{Name: "get",
-		Request: scenarios.Request{Method: "GET", Path: path}, Expect: scenarios.Expect{Status: []int{200}}}}}}
-	plan, err := scenarios.Compile(s, scenarios.CompileOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	load := scenarios.Load{VUs: 1, Window: scenarios.Duration(2 * time.Second), Timeout: scenarios.Duration(10 * time.Second),
 		Duration: scenarios.Duration(ramp + hold),
 		Stages:   []scenarios.Stage{{Duration: scenarios.Duration(ramp), Target: float64(top)}, {Duration: scenarios.Duration(hold), Target: float64(top)}}}
-	u, err := url.Parse(env.TargetURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ws []window.Window
-	_, err = driver.Run(ctx, driver.Options{Target: u, Plan: plan, Load: load, Seed: 1, Logger: logger}, func(w window.Window) error {
-		prober.Sample(ctx, &w)
-		ws = append(ws, w)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("drive: %v", err)
-	}
+	ws := driveProbed(t, l, spec, path, load, nil)
 	for _, w := range ws {
 		p := w.Probes
 		t.Logf("window %2d: %2d VUs %6.0f req/s p50 %6.2f ms | hottest %q main %v cores %s busy %s | target busy %s of %s | db %s busy %s | driver %s busy %s | foreign %s",
@@ -96,6 +55,60 @@ func rampWall(t *testing.T, l *provision.Local, spec scenarios.Environment, path
 		}
 	}
 	return ws, analysis.Finding{}, false
+}
+
+// driveProbed provisions spec with the local provider (named "wall-e2e"),
+// runs before on it (if not nil), then drives GET path under load through
+// the real server probes (activities.ServerProbes: the process, thread and
+// host-load probes, and the database's when there is one), and returns the
+// windows; the environment is torn down before it returns.
+func driveProbed(t *testing.T, l *provision.Local, spec scenarios.Environment, path string, load scenarios.Load, before func(ctx context.Context, env provision.Environment)) []window.Window {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := l.Provision(ctx, provision.Request{RunID: "wall-e2e", Spec: spec})
+	defer func() {
+		if err := l.Teardown(context.WithoutCancel(ctx), env); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	}()
+	if err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	if before != nil {
+		before(ctx, env)
+	}
+	aenv := activities.Environment{ID: env.ID, Provider: env.Provider, TargetURL: env.TargetURL, PID: env.Target.PID}
+	if env.Database != nil {
+		aenv.DatabaseURL, aenv.DatabasePID = env.Database.URL, env.Database.Process.PID
+	}
+	logger := slog.New(slog.DiscardHandler)
+	prober, err := activities.ServerProbes(logger)(ctx, aenv, scenarios.Probes{})
+	if err != nil {
+		t.Fatalf("probes: %v", err)
+	}
+	defer prober.Close()
+
+	s := &scenarios.Scenario{Name: "wall", Ops: []scenarios.Op{{Weight: 1, Step: scenarios.Step{Name: "get",
+		Request: scenarios.Request{Method: "GET", Path: path}, Expect: scenarios.Expect{Status: []int{200}}}}}}
+	plan, err := scenarios.Compile(s, scenarios.CompileOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(env.TargetURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []window.Window
+	_, err = driver.Run(ctx, driver.Options{Target: u, Plan: plan, Load: load, Seed: 1, Logger: logger}, func(w window.Window) error {
+		prober.Sample(ctx, &w)
+		ws = append(ws, w)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	return ws
 }
 
 // noFinding fails the test, or skips it when other work took half the

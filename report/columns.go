@@ -403,7 +403,7 @@ func count(n int64) string {
 	return strconv.FormatFloat(v/1e6, 'f', 0, 64) + "M"
 }
 
-// shortName cuts a table name to n characters, marking the cut with "…".
+// shortName cuts a table name or a statement to n characters, marking the cut with "…".
 func shortName(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {

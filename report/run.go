@@ -26,6 +26,9 @@ type RunReport struct {
 	Findings []analysis.Finding
 	// ProbeProblems sums up the windows' probe failures (ProbeProblems).
 	ProbeProblems []ProbeProblem
+	// Statements are the database round trips (RunStatements); nil
+	// without pg_stat_statements.
+	Statements *DatabaseStatements
 	// Thresholds are the run's judged thresholds (SetThresholds).
 	Thresholds []thresholds.Result
 	// Gate is the run's gate (JudgeRun); nil while the run has not ended.
@@ -42,7 +45,8 @@ func NewRunReport(r store.Run, ws []window.Window, fs []analysis.Finding) (RunRe
 	if err != nil {
 		return RunReport{}, fmt.Errorf("summarise run %s: %w", r.ID, err)
 	}
-	rep := RunReport{Run: r, Windows: ws, Summary: s, Findings: fs, ProbeProblems: ProbeProblems(ws)}
+	rep := RunReport{Run: r, Windows: ws, Summary: s, Findings: fs, ProbeProblems: ProbeProblems(ws),
+		Statements: RunStatements(ws, TopStatementsShown)}
 	rep.SetThresholds(nil)
 	return rep, nil
 }
@@ -111,6 +115,7 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	fmt.Fprintln(b)
 	writeSummary(b, rep.Summary)
 	fmt.Fprintln(b)
+	writeStatements(b, rep.Statements)
 	WriteProbeProblems(b, rep.ProbeProblems)
 	WriteFindings(b, rep.Findings)
 	WriteNotifications(b, rep.Notifications)
@@ -127,7 +132,8 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 
 // WriteRunJSON prints a run as NDJSON: a {"type":"run"} object, the windows
 // and the summary exactly as JSONWriter prints them, one
-// {"type":"probe_problem"} object per ProbeProblem, one {"type":"finding"}
+// {"type":"statements"} object when the run counted statements
+// (DatabaseStatements), one {"type":"probe_problem"} object per ProbeProblem, one {"type":"finding"}
 // object per finding, one {"type":"notification"} object per notification,
 // then — once the run has ended — one {"type":"gate"} object (GateObject:
 // the gate and every threshold).
@@ -143,6 +149,11 @@ func WriteRunJSON(out io.Writer, rep RunReport) error {
 	}
 	if err := j.Summary(rep.Summary); err != nil {
 		return err
+	}
+	if rep.Statements != nil {
+		if err := j.write(statementsObject{Type: "statements", DatabaseStatements: rep.Statements}); err != nil {
+			return err
+		}
 	}
 	for _, p := range rep.ProbeProblems {
 		if err := j.write(probeProblemObject{Type: "probe_problem", ProbeProblem: p}); err != nil {
@@ -180,6 +191,11 @@ type findingObject struct {
 type notificationObject struct {
 	Type string `json:"type"`
 	store.Notification
+}
+
+type statementsObject struct {
+	Type string `json:"type"`
+	*DatabaseStatements
 }
 
 type probeProblemObject struct {

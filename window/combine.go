@@ -35,6 +35,8 @@ func Combine(ws []Window) (Window, error) {
 		busySecs               float64
 		cpu                    probeSum
 		alloc, gcs, xact       countSum
+		stmts                  countSum
+		topStmts               StatementSums
 		gcCPU, gcShare         probeSum // gcShare: the GC's CPU over the process's, where both were read
 		gcShareCPU             float64
 		db                     *Database
@@ -118,7 +120,7 @@ func Combine(ws []Window) (Window, error) {
 		}
 		if d := p.Database; d != nil {
 			if db == nil {
-				db, tables = &Database{}, map[string]*tableSum{}
+				db, tables, topStmts = &Database{}, map[string]*tableSum{}, StatementSums{}
 			}
 			db.TuplesReturned += d.TuplesReturned
 			db.Commits += d.Commits
@@ -130,6 +132,14 @@ func Combine(ws []Window) (Window, error) {
 			}
 			dbRequests += w.Requests
 			dbRead += d.RowsReadPerRequest * float64(w.Requests)
+			if d.StatementsCounted || d.Statements > 0 {
+				stmts.add(d.Statements, w.Requests)
+				db.StatementsCounted = db.StatementsCounted || d.StatementsCounted
+			}
+			if d.StatementsUnavailable != "" {
+				db.StatementsUnavailable = d.StatementsUnavailable
+			}
+			topStmts.Add(d.TopStatements)
 			for _, t := range d.Tables {
 				ts := tables[t.Name]
 				if ts == nil {
@@ -207,6 +217,15 @@ func Combine(ws []Window) (Window, error) {
 		}
 		if xact.n > 0 {
 			db.Transactions, db.XactPerRequest = ptr(xact.sum), xact.per(1)
+		}
+		if stmts.n > 0 {
+			db.Statements = stmts.sum
+			if per := stmts.per(1); per != nil {
+				db.StatementsPerRequest = *per
+			}
+		}
+		if len(topStmts) > 0 {
+			db.TopStatements = TopStatements(topStmts.List(), MaxTopStatements)
 		}
 		for _, ts := range tables {
 			t := ts.Table

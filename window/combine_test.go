@@ -2,6 +2,7 @@ package window
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -237,5 +238,32 @@ func TestCombineThreads(t *testing.T) {
 	}
 	if q := none.Probes; q.HottestThreadCores != nil || q.HottestThread != "" || q.CoresAllowed != nil {
 		t.Errorf("a gap combined into thread readings: %+v", q)
+	}
+}
+
+// TestCombineStatements: statements summed over the windows that counted
+// them, per request over their requests; the lists merged by query id.
+func TestCombineStatements(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	ws := []Window{
+		{Index: 0, Start: t0, End: t0.Add(time.Second), Requests: 100, Probes: Probes{Database: &Database{
+			Statements: 300, StatementsPerRequest: 3, StatementsCounted: true,
+			TopStatements: []Statement{{QueryID: 1, Query: "SELECT a", Calls: 200, Rows: 200}, {QueryID: 2, Query: "SELECT b", Calls: 100, Rows: 9000}}}}},
+		{Index: 1, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second), Requests: 100, Probes: Probes{Database: &Database{
+			StatementsCounted: true}}}, // an idle database: 0 statements, counted
+		{Index: 2, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Requests: 100, Probes: Probes{Database: &Database{
+			StatementsUnavailable: "not loaded"}}},
+	}
+	got, err := Combine(ws[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := got.Probes.Database
+	want := []Statement{{QueryID: 1, Query: "SELECT a", Calls: 200, Rows: 200}, {QueryID: 2, Query: "SELECT b", Calls: 100, Rows: 9000}}
+	if !d.StatementsCounted || d.Statements != 300 || d.StatementsPerRequest != 1.5 || !slices.Equal(d.TopStatements, want) {
+		t.Errorf("combined %+v, want 300 statements, 1.5 per request, %+v", d, want)
+	}
+	if got, err := Combine(ws[2:]); err != nil || got.Probes.Database.StatementsCounted || got.Probes.Database.StatementsUnavailable != "not loaded" {
+		t.Errorf("unavailable combined into %+v (%v)", got.Probes.Database, err)
 	}
 }

@@ -16,7 +16,9 @@
 package window
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -408,10 +410,24 @@ type Database struct {
 	TuplesReturned int64 `json:"tuples_returned"`
 	Commits        int64 `json:"commits"`
 	// Statements is the statements the clients sent in the window where the
-	// database counts them (MySQL, MariaDB), and
-	// StatementsPerRequest that per driver request; 0 where not counted.
+	// database counts them (MySQL, MariaDB: Questions; PostgreSQL: the calls
+	// in pg_stat_statements of the target's database, when it is loaded),
+	// the probe's own left out, and StatementsPerRequest that per driver
+	// request; 0 where not counted. StatementsCounted says PostgreSQL's
+	// were (a window with none is then 0, not missing).
 	Statements           int64   `json:"statements,omitempty"`
 	StatementsPerRequest float64 `json:"statements_per_request,omitempty"`
+	StatementsCounted    bool    `json:"statements_counted,omitempty"`
+	// StatementsUnavailable says why a PostgreSQL database's statements were
+	// not counted (pg_stat_statements not created or not loaded), as the
+	// probe found it; empty when they were, and for other databases.
+	StatementsUnavailable string `json:"statements_unavailable,omitempty"`
+	// TopStatements are the window's busiest statements from
+	// pg_stat_statements: the most called and those with the most rows
+	// (MaxTopStatements of each), most called first. A statement
+	// outside both lists in a window is left out of that window's list,
+	// not of Statements.
+	TopStatements []Statement `json:"top_statements,omitempty"`
 	// Transactions is the transactions the database committed or rolled
 	// back in the window (PostgreSQL: xact_commit + xact_rollback, less the
 	// probe's own) and XactPerRequest that per driver request. Nil where
@@ -450,6 +466,82 @@ const (
 	AbsentCollectionScans   = "collection_scans"   // $collStats queryExecStats.collectionScans
 	AbsentScanAndOrder      = "scan_and_order"     // serverStatus metrics.operation.scanAndOrder
 )
+
+// Statement is one statement's pg_stat_statements counters over a window:
+// the calls and the rows it retrieved or affected. Query is its normalised
+// text (constants as $1, …; cut to a few hundred bytes), QueryID
+// PostgreSQL's query identifier, which names it across windows.
+type Statement struct {
+	QueryID int64  `json:"query_id"`
+	Query   string `json:"query"`
+	Calls   int64  `json:"calls"`
+	Rows    int64  `json:"rows"`
+}
+
+// StatementSums adds up statements by query id over windows (a make'd
+// map; nil reads as empty).
+type StatementSums map[int64]*Statement
+
+// Add adds a window's statements.
+func (s StatementSums) Add(ss []Statement) {
+	for _, st := range ss {
+		sum := s[st.QueryID]
+		if sum == nil {
+			sum = &Statement{QueryID: st.QueryID, Query: st.Query}
+			s[st.QueryID] = sum
+		}
+		sum.Calls += st.Calls
+		sum.Rows += st.Rows
+	}
+}
+
+// List returns the sums, in no particular order.
+func (s StatementSums) List() []Statement {
+	out := make([]Statement, 0, len(s))
+	for _, st := range s {
+		out = append(out, *st)
+	}
+	return out
+}
+
+// MaxTopStatements bounds a window's statement list: the most called and
+// the most rows, MaxTopStatements of each (a statement can be both).
+const MaxTopStatements = 10
+
+// TopStatements returns the n most called statements of ss and the n with
+// the most rows (each once), most called first (then by query id). ss is
+// reordered.
+func TopStatements(ss []Statement, n int) []Statement {
+	if len(ss) <= n {
+		slices.SortFunc(ss, byCalls)
+		return ss
+	}
+	slices.SortFunc(ss, func(a, b Statement) int {
+		if c := cmp.Compare(b.Rows, a.Rows); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.QueryID, b.QueryID)
+	})
+	keep := map[int64]bool{}
+	for _, s := range ss[:n] {
+		keep[s.QueryID] = true
+	}
+	slices.SortFunc(ss, byCalls)
+	out := slices.Clone(ss[:n])
+	for _, s := range ss[n:] {
+		if keep[s.QueryID] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func byCalls(a, b Statement) int {
+	if c := cmp.Compare(b.Calls, a.Calls); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.QueryID, b.QueryID)
+}
 
 // Table is one user table's pg_stat_user_tables reading: LiveRows at window
 // close, the rest deltas over the window.

@@ -3,6 +3,7 @@ package window
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,24 @@ func TestProbesJSON(t *testing.T) {
 		if !json.Valid(b) || !strings.Contains(string(b), key) {
 			t.Errorf("%s lacks %s", b, key)
 		}
+	}
+}
+
+func TestTopStatements(t *testing.T) {
+	var ss []Statement
+	for i := range 15 {
+		ss = append(ss, Statement{QueryID: int64(i), Calls: int64(100 - i), Rows: int64(i)})
+	}
+	got := TopStatements(slices.Clone(ss), 3)
+	var ids []int64
+	for _, s := range got {
+		ids = append(ids, s.QueryID)
+	}
+	// The 3 most called (0, 1, 2), then the 3 with the most rows (14, 13, 12) by calls.
+	if want := []int64{0, 1, 2, 12, 13, 14}; !slices.Equal(ids, want) {
+		t.Errorf("TopStatements = %v, want %v", ids, want)
+	}
+	if got := TopStatements(slices.Clone(ss[:2]), 3); len(got) != 2 || got[0].QueryID != 0 {
+		t.Errorf("short list = %+v", got)
 	}
 }

@@ -27,17 +27,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { printf '%s profiles-cost: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-lh=${LONGHAUL_BIN:-}
-if [[ -z "$lh" ]]; then
-	log "building longhaul"
-	go build -o "$work/longhaul" ./cmd/longhaul
-	lh="$work/longhaul"
-fi
-log "building the demo target"
-CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
+# shellcheck source=bench/profiles/build.sh
+source bench/profiles/build.sh
 
 # off.yaml is bench/compare/demo-local.yaml; on.yaml adds probes.profile.
-sed -e "s|DEMO_TARGET_BIN|$work/demo-target|" -e "s|duration: 10s.*|duration: $DURATION|" -e "s|window: 1s|window: $WINDOW|" \
+sed -e "s|DEMO_TARGET_BIN|$demo|" -e "s|duration: 10s.*|duration: $DURATION|" -e "s|window: 1s|window: $WINDOW|" \
 	-e "s|warmup: 2s.*|warmup: 10s|" bench/compare/demo-local.yaml > "$work/off.yaml"
 { cat "$work/off.yaml"; printf '  profile: {pprof: /debug/pprof}\n'; } > "$work/on.yaml"
 

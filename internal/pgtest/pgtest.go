@@ -55,11 +55,20 @@ const StartTimeout = 60 * time.Second
 // are installed and fails it when the cluster cannot start.
 func Start(t testing.TB) string {
 	t.Helper()
-	bin, err := findBin()
-	if err != nil {
-		t.Skipf("pgtest: %v", err)
+	return StartWith(t, ClusterOptions{})
+}
+
+// StartWith is Start with options (Settings; Dir and Bin as StartCluster).
+func StartWith(t testing.TB, opts ClusterOptions) string {
+	t.Helper()
+	bin := opts.Bin
+	var err error
+	if bin == "" {
+		if bin, err = findBin(); err != nil {
+			t.Skipf("pgtest: %v", err)
+		}
 	}
-	c, err := start(bin, ClusterOptions{})
+	c, err := start(bin, opts)
 	if c != nil {
 		t.Cleanup(c.Stop)
 	}
@@ -141,6 +150,8 @@ type ClusterOptions struct {
 	// Bin is the directory of initdb and postgres; "" looks them up as
 	// Start does.
 	Bin string
+	// Settings are more server settings, "name=value" each (postgres -c).
+	Settings []string
 }
 
 // Cluster is a running private cluster.
@@ -237,6 +248,9 @@ func start(bin string, opts ClusterOptions) (*Cluster, error) {
 		if !opts.Durable {
 			argv = append(argv, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 				"-c", "max_connections=50", "-c", "shared_buffers=32MB")
+		}
+		for _, kv := range opts.Settings {
+			argv = append(argv, "-c", kv)
 		}
 		c.cmd = exec.Command(filepath.Join(bin, "postgres"), argv...)
 		c.cmd.Dir = dir
