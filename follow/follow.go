@@ -91,7 +91,7 @@ func (l *loop) run(ctx context.Context, t Terminal, wf Workflow) error {
 				l.storeDown(t, err)
 				continue
 			}
-			l.storeBack(t)
+			l.storeBack()
 			if l.status != nil && !saidQueued {
 				if st, reason := l.status(); st == store.Queued {
 					saidQueued = true
@@ -134,14 +134,10 @@ func (l *loop) storeDown(t Terminal, err error) {
 	})
 }
 
-// storeBack says the store answers again, after storeDown.
-func (l *loop) storeBack(t Terminal) {
-	if !l.down {
-		return
-	}
-	l.down = false
-	l.progress.Around(func() { fmt.Fprintln(t.Stderr, "longhaul: the results store is back") })
-}
+// storeBack notes that the store answers again, so that a later outage is
+// said too. It prints nothing: the windows that waited now appear, and a
+// worker in this process has said for how long the store was away.
+func (l *loop) storeBack() { l.down = false }
 
 // retryRead runs f until it does not fail reading the store, for up to
 // StoreWait.
