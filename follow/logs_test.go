@@ -6,33 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 )
-
-// syncBuffer is written by the follower's goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A live run's output is followed across a new incarnation, with secrets
 // masked even when a write splits them, until the run ends.
@@ -61,7 +42,7 @@ func TestLogsFollowsALiveRun(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}
-	var out syncBuffer
+	var out lockedbuf.Buffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- Logs(ctx, st, "r1", report.LogQuery{Source: "target"}, true, &out, follower, 20*time.Millisecond)

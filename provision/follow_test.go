@@ -6,27 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 )
-
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Following a local environment's output shows the end of what was
 // printed (from a line start), then each new line, and stops when the
@@ -49,7 +33,7 @@ func TestLocalFollowLogs(t *testing.T) {
 	env := Environment{ID: "e1", Provider: "local", EnvDir: envDir}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var out lockedBuilder
+	var out lockedbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- l.FollowLogs(ctx, env, LogTarget, &out) }()
 
