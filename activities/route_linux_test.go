@@ -1,7 +1,6 @@
 package activities_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,12 +8,12 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/netns"
 	"github.com/longhaul-dev/longhaul/netns/netnstest"
 	"github.com/longhaul-dev/longhaul/scenarios"
@@ -56,22 +55,7 @@ func closedPort(t *testing.T) string {
 }
 
 // syncBuffer collects log output from concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = lockedbuf.Buffer
 
 // TestDriveTakesTheNamespaceRoute: the real driver, on an environment with
 // a NetNS, sends every request inside the namespace (the published-port URL

@@ -1,24 +1,6 @@
 package report
 
-import (
-	"bytes"
-	"sync"
-)
+import "github.com/longhaul-dev/longhaul/internal/lockedbuf"
 
 // syncBuffer is a bytes.Buffer safe for one writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = lockedbuf.Buffer
