@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	"standaloneCSP": standaloneCSP,
 	"commit":        func(c string) string { return c[:min(len(c), 10)] },
 	"mul100":        func(f float64) float64 { return f * 100 },
+	"lastLines":     fmtLastLines,
 	"hex": func(c interface{ RGBA() (r, g, b, a uint32) }) string {
 		r, g, b, _ := c.RGBA()
 		return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
@@ -73,6 +74,15 @@ func fmtMs(v float64) string {
 }
 
 // countOf is fmtCount for any number type.
+// fmtLastLines says how many of a process's last lines follow: "last line",
+// "last 20 lines".
+func fmtLastLines(n int) string {
+	if n == 1 {
+		return "last line"
+	}
+	return fmt.Sprintf("last %d lines", n)
+}
+
 func countOf(v any) string {
 	switch n := v.(type) {
 	case int:
@@ -365,8 +375,11 @@ func findingViews(fs []analysis.Finding) []findingView {
 	for _, f := range order {
 		v := findingView{Finding: f}
 		e := f.Evidence
-		if e.LastWindow > 0 || e.FirstWindow > 0 {
+		switch {
+		case e.LastWindow > e.FirstWindow:
 			v.Range = fmt.Sprintf("windows %d–%d", e.FirstWindow, e.LastWindow)
+		case e.FirstWindow > 0:
+			v.Range = fmt.Sprintf("window %d", e.FirstWindow)
 		}
 		add := func(k, val string) { v.Evidence = append(v.Evidence, kv{k, val}) }
 		if e.Table != "" {
