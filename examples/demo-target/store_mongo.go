@@ -128,31 +128,63 @@ func isNamespaceExists(err error) bool {
 
 func (s *mongoStore) close() { s.client.Disconnect(context.Background()) }
 
+// idAttempts bounds how often a create takes new ids after finding the ones
+// it reserved already used (see nextIDs).
+const idAttempts = 50
+
 // nextIDs reserves n consecutive ids of a counter and returns the first.
+//
+// Subtleness ahead: MongoDB's findAndModify is atomic, so two concurrent
+// reservations never overlap. FerretDB's (1.x) is not: it reads the
+// counter, applies $inc in its own process and writes the document back,
+// so concurrent reservations can read the same value and hand out the same
+// ids (and two first reservations of a counter can both try to create it).
+// The creates below therefore treat an insert that fails on a duplicate
+// _id as "those ids were taken" and reserve again; the counter then moves
+// on past them. On mongod that never happens.
 func (s *mongoStore) nextIDs(ctx context.Context, counter string, n int) (int64, error) {
 	var doc struct {
 		Seq int64 `bson:"seq"`
 	}
-	err := s.counters.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: counter}},
-		bson.D{{Key: "$inc", Value: bson.D{{Key: "seq", Value: int64(n)}}}},
-		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&doc)
-	if err != nil {
-		return 0, err
+	for attempt := 1; ; attempt++ {
+		err := s.counters.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: counter}},
+			bson.D{{Key: "$inc", Value: bson.D{{Key: "seq", Value: int64(n)}}}},
+			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&doc)
+		// Two upserts creating the counter at once: one wins, the other
+		// increments the winner's (mongod retries this itself).
+		if mongo.IsDuplicateKeyError(err) && attempt < idAttempts {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return doc.Seq - int64(n) + 1, nil
 	}
-	return doc.Seq - int64(n) + 1, nil
 }
 
 func (s *mongoStore) createUser(ctx context.Context, username string, hash []byte, now time.Time) (int64, error) {
-	id, err := s.nextIDs(ctx, "users", 1)
-	if err != nil {
-		return 0, err
+	for attempt := 1; ; attempt++ {
+		id, err := s.nextIDs(ctx, "users", 1)
+		if err != nil {
+			return 0, err
+		}
+		_, err = s.users.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "username", Value: username},
+			{Key: "password_hash", Value: hash}, {Key: "created_at", Value: now.UnixMicro()}})
+		if !mongo.IsDuplicateKeyError(err) {
+			return id, err
+		}
+		// The username's unique index, or an id handed out twice (see
+		// nextIDs): FerretDB's duplicate key error does not say which index.
+		if _, _, err := s.userByName(ctx, username); !errors.Is(err, errNotFound) {
+			if err != nil {
+				return 0, err
+			}
+			return 0, errTaken
+		}
+		if attempt == idAttempts {
+			return 0, fmt.Errorf("create user: ids taken %d times in a row", attempt)
+		}
 	}
-	_, err = s.users.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "username", Value: username},
-		{Key: "password_hash", Value: hash}, {Key: "created_at", Value: now.UnixMicro()}})
-	if mongo.IsDuplicateKeyError(err) {
-		return 0, errTaken
-	}
-	return id, err
 }
 
 func (s *mongoStore) userByName(ctx context.Context, username string) (int64, []byte, error) {
@@ -189,35 +221,59 @@ func newMongoItem(id, owner int64, in newItem, now time.Time) mongoItem {
 }
 
 func (s *mongoStore) createItem(ctx context.Context, owner int64, in newItem, now time.Time) (item, error) {
-	id, err := s.nextIDs(ctx, "items", 1)
+	ids, err := s.insertItems(ctx, owner, []newItem{in}, now)
 	if err != nil {
 		return item{}, err
 	}
-	m := newMongoItem(id, owner, in, now)
-	if _, err := s.items.InsertOne(ctx, m); err != nil {
-		return item{}, err
-	}
-	return m.item(), nil
+	return newMongoItem(ids[0], owner, in, now).item(), nil
 }
 
 func (s *mongoStore) createItems(ctx context.Context, owner int64, in []newItem, now time.Time) ([]int64, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
-	first, err := s.nextIDs(ctx, "items", len(in))
-	if err != nil {
-		return nil, err
-	}
-	docs := make([]any, len(in))
-	ids := make([]int64, len(in))
-	for i, n := range in {
-		ids[i] = first + int64(i)
-		docs[i] = newMongoItem(ids[i], owner, n, now)
-	}
-	// Ordered: all or, at the first failure, none after it; the ids were
-	// reserved either way, as a sequence's are.
-	if _, err := s.items.InsertMany(ctx, docs); err != nil {
-		return nil, err
+	return s.insertItems(ctx, owner, in, now)
+}
+
+// insertItems inserts the items in order and returns their ids. The insert
+// is ordered: at the first failure none after it is written. A failure on
+// an id handed out twice (see nextIDs) reserves new ids for that item and
+// the rest and goes on; other failures end it with the ones before kept,
+// and their ids, like a sequence's, are not given back.
+func (s *mongoStore) insertItems(ctx context.Context, owner int64, in []newItem, now time.Time) ([]int64, error) {
+	ids := make([]int64, 0, len(in))
+	for attempt := 1; len(in) > 0; attempt++ {
+		first, err := s.nextIDs(ctx, "items", len(in))
+		if err != nil {
+			return nil, err
+		}
+		docs := make([]any, len(in))
+		for i, n := range in {
+			docs[i] = newMongoItem(first+int64(i), owner, n, now)
+		}
+		if len(docs) == 1 {
+			_, err = s.items.InsertOne(ctx, docs[0])
+		} else {
+			_, err = s.items.InsertMany(ctx, docs)
+		}
+		done := len(in)
+		if err != nil {
+			var bwe mongo.BulkWriteException
+			switch {
+			case !mongo.IsDuplicateKeyError(err) || attempt == idAttempts:
+				return nil, err
+			case len(docs) == 1:
+				done = 0
+			case errors.As(err, &bwe) && len(bwe.WriteErrors) == 1:
+				done = bwe.WriteErrors[0].Index
+			default:
+				return nil, err
+			}
+		}
+		for i := range done {
+			ids = append(ids, first+int64(i))
+		}
+		in = in[done:]
 	}
 	return ids, nil
 }
