@@ -2,6 +2,7 @@ package probes
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -167,5 +168,32 @@ func TestMongoStatsReader(t *testing.T) {
 	// Ten finds, each with a getMore at most; the probe's commands are not counted.
 	if d.Statements < 10 || d.Statements > 20 {
 		t.Errorf("statements %d, want the 10 finds (and their getMores) only", d.Statements)
+	}
+}
+
+// TestSampleMongoReadsAtOnce: a MongoDB server's readings are current when
+// asked, so the sampler does not wait out Config.DatabaseDelay for them (a
+// saturated FerretDB needs the whole budget). With 12 s windows and a 3 s
+// cap the budget is 3 s, and a delayed reading would come 2 s after the
+// window's end (the delay, within two thirds of the budget).
+func TestSampleMongoReadsAtOnce(t *testing.T) {
+	srv := mongotest.Start(t)
+	const delay = 2 * time.Second
+	s, err := New(Config{DatabaseURL: srv.URI, DatabaseDelay: delay, MaxSampleTime: 3 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	for i := range 2 {
+		end := time.Now()
+		w := &window.Window{Index: i, Start: end.Add(-12 * time.Second), End: end, Requests: 1}
+		s.Sample(context.Background(), w)
+		if d := time.Since(end); d >= delay {
+			t.Errorf("window %d: the reading took %v after the window's end, want less than the %v delay", i, d, delay)
+		}
+		if i == 1 && w.Probes.Database == nil {
+			t.Fatalf("no reading; problems: %v", s.Problems())
+		}
 	}
 }

@@ -108,6 +108,7 @@ type Config struct {
 	// so a reading at time t sees activity up to somewhere in [t-1s, t]:
 	// read at the window's end, every window's figures would be ~0.5 s late
 	// on average. 0 means DefaultDatabaseDelay; negative means no delay.
+	// A MongoDB server (MongoStatsReader) is read without delay.
 	DatabaseDelay time.Duration
 	// Logger receives one line when a probe first fails (and at most one
 	// reminder per ReminderInterval); nil means slog.Default().
@@ -722,7 +723,12 @@ func (s *Sampler) readInspector(ctx context.Context, _ *window.Window, _ time.Ti
 }
 
 func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Time) reading {
-	if d := time.Until(at); d > 0 {
+	m, isMongo := s.db.(*MongoStatsReader)
+	// A MongoDB server's counters and counts are current when asked (no
+	// statistics interval to wait out, as PostgreSQL's): it reads at once
+	// and has the whole budget, which a saturated server (FerretDB scanning
+	// a collection per request) needs.
+	if d := time.Until(at); d > 0 && !isMongo {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -731,7 +737,7 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 			return reading{err: fmt.Errorf("database probe: %w", ctx.Err())}
 		}
 	}
-	if m, ok := s.db.(*MongoStatsReader); ok {
+	if isMongo {
 		st, tot, err := m.ReadTotals(ctx)
 		return reading{pg: st, mongo: &tot, err: err}
 	}
