@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/longhaul-dev/longhaul/internal/mongotest"
 )
@@ -36,6 +39,55 @@ func TestMongoStore(t *testing.T) {
 		// Over FerretDB, concurrent_mix's creates are the test of nextIDs'
 		// duplicate-id retries (its findAndModify is not atomic).
 		testAPI(t, func(t *testing.T) store { st, _ := open(t, true); return st })
+	})
+	// Ids handed out twice (FerretDB's findAndModify is not atomic): an
+	// insert that finds its ids taken takes new ones. Here the next ids are
+	// taken beforehand, as a racing create would have.
+	t.Run("ids taken", func(t *testing.T) {
+		st, _ := open(t, true)
+		ctx := context.Background()
+		now := time.Now()
+		take := func(coll *mongo.Collection, counter string, ahead ...int64) {
+			t.Helper()
+			first, err := st.nextIDs(ctx, counter, 1) // where the counter stands
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range ahead {
+				if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: first + a}, {Key: "username", Value: fmt.Sprint("squatter", first+a)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		take(st.items, "items", 1)
+		it, err := st.createItem(ctx, 1, newItem{Bucket: 1, Title: "one"}, now)
+		if err != nil {
+			t.Fatalf("createItem with its first id taken: %v", err)
+		}
+		if got, err := st.getItem(ctx, it.ID); err != nil || got.Title != "one" {
+			t.Errorf("item %d reads back %+v, %v", it.ID, got, err)
+		}
+		// A batch whose second id is taken: the first is kept, the rest get new ids.
+		take(st.items, "items", 2)
+		ids, err := st.createItems(ctx, 1, []newItem{{Bucket: 2, Title: "a"}, {Bucket: 2, Title: "b"}, {Bucket: 2, Title: "c"}}, now)
+		if err != nil || len(ids) != 3 {
+			t.Fatalf("createItems with an id taken: %v, %v", ids, err)
+		}
+		seen := map[int64]bool{it.ID: true}
+		for i, id := range ids {
+			got, err := st.getItem(ctx, id)
+			if err != nil || got.Title != []string{"a", "b", "c"}[i] || seen[id] {
+				t.Errorf("batch item %d: id %d reads back %+v, %v (ids %v)", i, id, got, err, ids)
+			}
+			seen[id] = true
+		}
+		take(st.users, "users", 1)
+		if _, err := st.createUser(ctx, "alice", []byte("h"), now); err != nil {
+			t.Fatalf("createUser with its id taken: %v", err)
+		}
+		if _, err := st.createUser(ctx, "alice", []byte("h"), now); !errors.Is(err, errTaken) {
+			t.Errorf("createUser of a taken username: %v, want errTaken", err)
+		}
 	})
 	// DEMO_INDEX_BUCKET=false: no list index on items; with it, both. Opening
 	// the same database again with the other setting adds or drops them.
