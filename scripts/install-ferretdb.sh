@@ -22,4 +22,4 @@ echo "$version" >"$src/build/version/version.txt"
 bin=$(go env GOPATH)/bin
 mkdir -p "$bin"
 (cd "$src" && go build -trimpath -o "$bin/ferretdb" ./cmd/ferretdb)
-"$bin/ferretdb" --version | head -1
+"$bin/ferretdb" --version | sed -n 1p # not head: under pipefail its early exit can fail the script (SIGPIPE, 141)
