@@ -130,7 +130,15 @@ func (s *mongoStore) close() { s.client.Disconnect(context.Background()) }
 
 // idAttempts bounds how often a create takes new ids after finding the ones
 // it reserved already used (see nextIDs).
-const idAttempts = 50
+const idAttempts = 20
+
+// idSkip is how many ids attempt (1, 2, ...) passes over before the ones it
+// uses: none at first, then 1, 3, 7, ... A lost update can set the counter
+// back by as many ids as were handed out while it was in flight (dozens on
+// a loaded FerretDB), and one id further per attempt would take as many
+// attempts; doubling the jump takes their logarithm. The ids passed over
+// are lost, as a sequence's are.
+func idSkip(attempt int) int { return 1<<(attempt-1) - 1 }
 
 // nextIDs reserves n consecutive ids of a counter and returns the first.
 //
@@ -140,8 +148,8 @@ const idAttempts = 50
 // so concurrent reservations can read the same value and hand out the same
 // ids (and two first reservations of a counter can both try to create it).
 // The creates below therefore treat an insert that fails on a duplicate
-// _id as "those ids were taken" and reserve again; the counter then moves
-// on past them. On mongod that never happens.
+// _id as "those ids were taken" and reserve again, further on each time
+// (idSkip). On mongod that never happens.
 func (s *mongoStore) nextIDs(ctx context.Context, counter string, n int) (int64, error) {
 	var doc struct {
 		Seq int64 `bson:"seq"`
@@ -164,10 +172,12 @@ func (s *mongoStore) nextIDs(ctx context.Context, counter string, n int) (int64,
 
 func (s *mongoStore) createUser(ctx context.Context, username string, hash []byte, now time.Time) (int64, error) {
 	for attempt := 1; ; attempt++ {
-		id, err := s.nextIDs(ctx, "users", 1)
+		skip := idSkip(attempt)
+		id, err := s.nextIDs(ctx, "users", 1+skip)
 		if err != nil {
 			return 0, err
 		}
+		id += int64(skip)
 		_, err = s.users.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "username", Value: username},
 			{Key: "password_hash", Value: hash}, {Key: "created_at", Value: now.UnixMicro()}})
 		if !mongo.IsDuplicateKeyError(err) {
@@ -243,10 +253,12 @@ func (s *mongoStore) createItems(ctx context.Context, owner int64, in []newItem,
 func (s *mongoStore) insertItems(ctx context.Context, owner int64, in []newItem, now time.Time) ([]int64, error) {
 	ids := make([]int64, 0, len(in))
 	for attempt := 1; len(in) > 0; attempt++ {
-		first, err := s.nextIDs(ctx, "items", len(in))
+		skip := idSkip(attempt)
+		first, err := s.nextIDs(ctx, "items", len(in)+skip)
 		if err != nil {
 			return nil, err
 		}
+		first += int64(skip)
 		docs := make([]any, len(in))
 		for i, n := range in {
 			docs[i] = newMongoItem(first+int64(i), owner, n, now)
