@@ -517,7 +517,7 @@ func (a *Activities) Teardown(ctx context.Context, env Environment) error {
 	stop := keepAlive(ctx, "tearing down")
 	defer stop()
 	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
-	a.keepLogs(ctx, env, "")
+	a.keepLogs(ctx, env)
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}
