@@ -264,7 +264,7 @@ func (ms incarnationMarks) spans(at func(outputMark) int64, base int64, text []b
 }
 
 // lineStart is offset off in text moved on to the start of a line (a mark
-// taken in the middle of a line puts that line in the window it ended in),
+// taken in the middle of a line puts that line in the window it began in),
 // clamped to text.
 func lineStart(text []byte, off int64) int {
 	if off <= 0 {
