@@ -80,9 +80,5 @@ func windowLogs(ctx context.Context, st store.Store, runID string, q report.LogQ
 		}
 		return badInputf("run %s has windows 0–%d, not %d", runID, n-1, q.Window)
 	}
-	err = report.WriteLogs(ctx, st, runID, q, out)
-	if errors.Is(err, report.ErrNoLogs) {
-		return badInput{err}
-	}
-	return err
+	return report.WriteLogs(ctx, st, runID, q, out) // report.ErrNoLogs is a user error: exit 2
 }

@@ -30,3 +30,30 @@ func TestLogsKept(t *testing.T) {
 		t.Errorf("logs of an unknown run: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestLogsWindow: `longhaul logs --window N` prints what the target
+// printed during window N of a real local run (the soak target prints its
+// start before the first window, nothing after: the windows are known and
+// quiet); a window the run does not have is one line and exit 2.
+func TestLogsWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run")
+	}
+	data := t.TempDir()
+	code, rep, stderr := runReport(t, localScenario(t, 2), "--data", data)
+	if code != exitOK {
+		t.Fatalf("run: exit %d; stderr:\n%s", code, stderr)
+	}
+	code, out, errOut := runCommand(t, "logs", rep.RunID, "--data", data, "--window", "1")
+	if code != exitOK || out != "[the target printed nothing during window 1]\n" {
+		t.Errorf("logs --window 1: exit %d, stdout %q, stderr %q; want the window known and quiet", code, out, errOut)
+	}
+	code, _, errOut = runCommand(t, "logs", rep.RunID, "--data", data, "--window", "99")
+	if code != exitBadInput || !strings.Contains(errOut, "has windows 0–") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("logs --window 99: exit %d, stderr %q; want one line and exit 2", code, errOut)
+	}
+	code, _, errOut = runCommand(t, "logs", rep.RunID, "--data", data, "--window", "1", "--follow")
+	if code != exitBadInput {
+		t.Errorf("logs --window --follow: exit %d, stderr %q; want exit 2", code, errOut)
+	}
+}
