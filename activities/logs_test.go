@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,4 +132,36 @@ func gunzip(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	return string(text)
+}
+
+// markingProvisioner records the drive's marks in its environments' output.
+type markingProvisioner struct {
+	activitiestest.Provisioner
+	mu    sync.Mutex
+	marks []string
+}
+
+func (p *markingProvisioner) MarkOutput(_ context.Context, _ activities.Environment, index int, end bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marks = append(p.marks, fmt.Sprintf("%d %v", index, end))
+	return nil
+}
+
+// A drive marks the output where its first window starts and where each
+// window ends, so that its kept output can be cut by window.
+func TestDriveMarksOutput(t *testing.T) {
+	st := &activitiestest.Store{}
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: "name: hello\nops:\n  - {name: get, weight: 1, request: {path: /}}\n"})
+	prov := &markingProvisioner{}
+	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: &activitiestest.Driver{}}
+	in := activities.DriveInput{RunID: "r1", Incarnation: 1, FirstIndex: 2, Total: 5,
+		Overrides: activities.Overrides{Duration: 5e9, Window: 1e9}, Env: envDesc}
+	if _, err := newEnv(a).ExecuteActivity(a.Drive, in); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(prov.marks, ","), "2 false,2 true,3 true,4 true"; got != want {
+		t.Errorf("marks %s, want %s", got, want)
+	}
 }

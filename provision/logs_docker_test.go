@@ -71,16 +71,7 @@ func TestDockerOutputByWindowAndFollowAfterRestart(t *testing.T) {
 
 	// Killed and restarted as incarnation 2: following it shows its own
 	// start, none of the two starts before.
-	if _, err := d.cli.ContainerKill(ctx, env.Target.ContainerID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		t.Fatal(err)
-	}
-	var exit *ExitError
-	for ctx.Err() == nil {
-		if err := d.Check(ctx, env); errors.As(err, &exit) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	killTargetContainer(ctx, t, d, env)
 	req.Incarnation = 2
 	env2, err := d.RestartTarget(ctx, req, env)
 	if err != nil {
@@ -96,4 +87,21 @@ func TestDockerOutputByWindowAndFollowAfterRestart(t *testing.T) {
 	if got := out.String(); strings.Count(got, "target: listening") != 1 || strings.Contains(got, "stopping") {
 		t.Errorf("following incarnation 2 = %q, want its own start only", got)
 	}
+}
+
+// killTargetContainer kills env's target container with SIGKILL and
+// returns how Check says it stopped, once it does (nil if ctx ends first).
+func killTargetContainer(ctx context.Context, t *testing.T, d *Docker, env Environment) *ExitError {
+	t.Helper()
+	if _, err := d.cli.ContainerKill(ctx, env.Target.ContainerID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		t.Fatal(err)
+	}
+	var exit *ExitError
+	for ctx.Err() == nil {
+		if err := d.Check(ctx, env); errors.As(err, &exit) {
+			return exit
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
 }
