@@ -119,18 +119,17 @@ func (l *Local) ReadOutput(_ context.Context, env Environment, req LogRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", env.ID, err)
 	}
-	files := []struct {
+	// Each file, where this incarnation's part of it starts, and its
+	// length in a mark.
+	type outputFile struct {
 		source, name string
 		from         int64
 		at           func(outputMark) int64
-	}{{LogTarget, filepath.Base(targetLogName(env.EnvDir, env.Incarnation)), 0, func(m outputMark) int64 { return m.target }}}
+	}
+	files := []outputFile{{LogTarget, filepath.Base(targetLogName(env.EnvDir, env.Incarnation)), 0, func(m outputMark) int64 { return m.target }}}
 	if env.Database != nil && env.Database.Process.PID > 0 {
 		from, _ := strconv.ParseInt(strings.TrimPrefix(req.DatabaseFrom, "offset:"), 10, 64)
-		files = append(files, struct {
-			source, name string
-			from         int64
-			at           func(outputMark) int64
-		}{LogDatabase, dbRole(env.Database.Kind) + ".log", from, func(m outputMark) int64 { return m.database }})
+		files = append(files, outputFile{LogDatabase, dbRole(env.Database.Kind) + ".log", from, func(m outputMark) int64 { return m.database }})
 	}
 	var out []Output
 	for _, f := range files {

@@ -44,6 +44,9 @@ func WriteLogs(ctx context.Context, st store.Logs, runID string, q LogQuery, out
 		return fmt.Errorf("%w of the %s of run %s%s (kept when a provisioned environment is torn down; none for a target.url)", ErrNoLogs, q.Source, runID, incarnationSuffix(q.Incarnation))
 	}
 	if q.OneWindow {
+		if err := windowInRange(ctx, st, runID, q); err != nil {
+			return err
+		}
 		return writeWindow(picked, runID, q, out)
 	}
 	for _, l := range picked {
@@ -60,6 +63,32 @@ func WriteLogs(ctx context.Context, st store.Logs, runID string, q LogQuery, out
 		if _, err := out.Write(text); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// windowCounter is a store that counts a run's windows (store.Store).
+type windowCounter interface {
+	Counts(ctx context.Context, runIDs []string) (map[string]store.RunCounts, error)
+}
+
+// windowInRange returns ErrNoLogs saying which windows the run has when
+// it has no window q.Window (when st can count them).
+func windowInRange(ctx context.Context, st store.Logs, runID string, q LogQuery) error {
+	wc, ok := st.(windowCounter)
+	if !ok {
+		return nil
+	}
+	counts, err := wc.Counts(ctx, []string{runID})
+	if err != nil {
+		return err
+	}
+	if n := counts[runID].Windows; q.Window >= n {
+		has := "no windows"
+		if n > 0 {
+			has = fmt.Sprintf("windows 0–%d", n-1)
+		}
+		return fmt.Errorf("%w of the %s of run %s during window %d: the run has %s", ErrNoLogs, q.Source, runID, q.Window, has)
 	}
 	return nil
 }

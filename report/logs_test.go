@@ -10,6 +10,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 func gz(t *testing.T, s string) []byte {
@@ -66,6 +67,11 @@ func TestWriteLogsWindow(t *testing.T) {
 	if err := st.PutRun(ctx, store.Run{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
+	for i := range 8 {
+		if err := st.PutWindow(ctx, window.Window{RunID: "r", Incarnation: 1 + i/6, Index: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	text := "up\nw3 a\nw3 b\nw4\n"
 	for _, l := range []store.TargetLog{
 		{RunID: "r", Incarnation: 1, Source: "target", Data: gz(t, text),
@@ -93,6 +99,10 @@ func TestWriteLogsWindow(t *testing.T) {
 	err := WriteLogs(ctx, st, "r", LogQuery{Source: "target", Incarnation: 1, OneWindow: true, Window: 7}, &b)
 	if !errors.Is(err, ErrNoLogs) || !strings.Contains(err.Error(), "known for windows 3–5") {
 		t.Errorf("window 7 of incarnation 1: %v, want ErrNoLogs naming windows 3–5", err)
+	}
+	err = WriteLogs(ctx, st, "r", LogQuery{Source: "target", OneWindow: true, Window: 8}, &b)
+	if !errors.Is(err, ErrNoLogs) || !strings.Contains(err.Error(), "the run has windows 0–7") {
+		t.Errorf("window 8: %v, want ErrNoLogs saying the run has windows 0–7", err)
 	}
 	lines, ok := WindowLines(mustLogs(t, st), "target", 3)
 	if !ok || strings.Join(lines, "|") != "w3 a|w3 b" {

@@ -37,7 +37,7 @@ func TestLogsKept(t *testing.T) {
 		t.Errorf("logs --window 1: exit %d, stdout %q, stderr %q; want the window known and quiet", code, out, errOut)
 	}
 	code, _, errOut = runCommand(t, "logs", rep.RunID, "--data", data, "--window", "99")
-	if code != exitBadInput || !strings.Contains(errOut, "has windows 0–") || strings.Count(errOut, "\n") != 1 {
+	if code != exitBadInput || !strings.Contains(errOut, "the run has windows 0–") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("logs --window 99: exit %d, stderr %q; want one line and exit 2", code, errOut)
 	}
 	code, _, errOut = runCommand(t, "logs", rep.RunID, "--data", data, "--window", "1", "--follow")
