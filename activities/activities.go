@@ -440,6 +440,10 @@ type StatusInput struct {
 // SetStatus records a status change of the run.
 func (a *Activities) SetStatus(ctx context.Context, in StatusInput) error {
 	if err := a.Store.SetStatus(ctx, in.RunID, in.Status, in.Reason, a.now()); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			// No retry brings it back (a store that is down is retried).
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("set run %s %s: %v", in.RunID, in.Status, err), ErrTypeBadScenario, err)
+		}
 		return fmt.Errorf("set run %s %s: %w", in.RunID, in.Status, err)
 	}
 	a.logger().Info("run status", "run", in.RunID, "status", in.Status, "reason", in.Reason)
@@ -517,7 +521,7 @@ func (a *Activities) Teardown(ctx context.Context, env Environment) error {
 	stop := keepAlive(ctx, "tearing down")
 	defer stop()
 	a.logger().Info("tearing down", "run", env.RunID, "incarnation", env.Incarnation, "env", env.ID)
-	a.keepLogs(ctx, env, "")
+	a.keepLogs(ctx, env)
 	if err := a.Provisioner.Teardown(ctx, env); err != nil {
 		return fmt.Errorf("tear down %s: %w", env.ID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -105,8 +106,25 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	res.Windows, res.Gaps = rp.windows, rp.gaps
 	first := last + 1
 	if resuming {
+		// The environment is checked first: a target found stopped now
+		// stopped while no worker watched it, and its event (how, when
+		// known, and its last lines) goes into the lost window's gap, the
+		// one window that covers that time, so the crash is a finding like
+		// one seen as it happened.
+		checkErr := a.check(ctx, in.Env)
+		var fault *window.Event
+		var fe interface{ FaultEvent() window.Event }
+		if errors.As(checkErr, &fe) {
+			ev := fe.FaultEvent()
+			ev.Detail = mask.String(ev.Detail)
+			ev.Output = mask.Lines(ev.Output)
+			fault = &ev
+		}
 		if first < in.Total {
 			gap := window.Window{RunID: in.RunID, Incarnation: in.Incarnation, Index: first, Start: lastEnd, End: a.now(), Gap: true}
+			if fault != nil {
+				gap.Events = []window.Event{*fault}
+			}
 			if err := a.Store.PutWindow(ctx, gap); err != nil {
 				return res, fmt.Errorf("drive run %s: record gap %d: %w", in.RunID, first, err)
 			}
@@ -115,13 +133,12 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			log.Warn("resuming a drive: the window in progress was lost", "gap", first)
 			first++
 		}
-		if err := a.check(ctx, in.Env); err != nil {
-			log.Warn("resuming a drive: environment is gone", "err", err)
-			msg := fmt.Sprintf("environment %s of run %s is gone: %v", in.Env.ID, in.RunID, err)
-			var fe interface{ FaultEvent() window.Event }
-			exited := errors.As(err, &fe) && fe.FaultEvent().Kind == window.EventTargetExit
-			return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeEnvironmentLost, err,
-				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: err.Error(), TargetExited: exited})
+		if checkErr != nil {
+			log.Warn("resuming a drive: environment is gone", "err", checkErr)
+			msg := fmt.Sprintf("environment %s of run %s is gone: %v", in.Env.ID, in.RunID, checkErr)
+			exited := fault != nil && fault.Kind == window.EventTargetExit
+			return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeEnvironmentLost, checkErr,
+				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: checkErr.Error(), TargetExited: exited})
 		}
 	}
 	res.NextIndex = first
@@ -191,8 +208,12 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
 		},
 	}
+	marks := a.outputMarks(in.Env, log)
 	sink := func(w window.Window) error {
 		w.RunID, w.Incarnation = in.RunID, in.Incarnation
+		// First: how far the target's output got by the window's end,
+		// before the probes take their time.
+		marks.mark(ctx, w.Index, true)
 		if prober != nil {
 			// Not cut short by cancellation either: the last window of a
 			// cancelled drive gets its readings too (Sample bounds its own time).
@@ -269,6 +290,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 
 	route := openRoute(in.Env, log, "driver")
 	defer route.Close()
+	marks.mark(ctx, first, false)
 	log.Info("driving", "first", first, "total", in.Total, "target", route.URL, "in_namespace", route.inNamespace())
 	err = a.Driver.Drive(driveCtx, DriveRequest{
 		RunID: in.RunID, Incarnation: in.Incarnation, FirstIndex: first,
@@ -383,6 +405,34 @@ func (a *Activities) resumePoint(ctx context.Context, in DriveInput) (resume, er
 		}
 	}
 	return r, nil
+}
+
+// outputMarker marks a drive's windows in the environment's output
+// (OutputMarker); its zero value, for a provisioner that needs no marks,
+// does nothing.
+type outputMarker struct {
+	m      OutputMarker
+	env    Environment
+	log    *slog.Logger
+	failed bool
+}
+
+func (a *Activities) outputMarks(env Environment, log *slog.Logger) *outputMarker {
+	m, _ := a.Provisioner.(OutputMarker)
+	return &outputMarker{m: m, env: env, log: log}
+}
+
+// mark records where the output stands at window index's start or end. A
+// mark that cannot be written costs that window its lines in `longhaul
+// logs --window`, not the drive: it is warned about once.
+func (o *outputMarker) mark(ctx context.Context, index int, end bool) {
+	if o.m == nil {
+		return
+	}
+	if err := o.m.MarkOutput(context.WithoutCancel(ctx), o.env, index, end); err != nil && !o.failed {
+		o.failed = true
+		o.log.Warn("marking the target's output at a window failed; its lines cannot be told by window", "window", index, "err", err)
+	}
 }
 
 func (a *Activities) check(ctx context.Context, env Environment) error {

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"os"
+	"slices"
+	"time"
 
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/targetlog"
@@ -21,28 +23,75 @@ type Output struct {
 	Source    string // "target" or "database"
 	Text      []byte
 	Truncated bool
+	// Windows are the parts of Text printed during each window (byte
+	// ranges of whole lines), for the windows whose output is known.
+	Windows []store.LogWindow
+	// Cursor is where the read ended, for the database's next
+	// incarnation (OutputRequest.DatabaseFrom).
+	Cursor string
+}
+
+// WindowTime is one window of an incarnation: its slot and its time.
+type WindowTime struct {
+	Index      int
+	Start, End time.Time
+}
+
+// OutputRequest says what LogReader.ReadOutput reads: the end (MaxBytes)
+// of each process's output, cut by Windows, the database's from where the
+// incarnation before left it (DatabaseFrom: its kept log's Cursor).
+type OutputRequest struct {
+	MaxBytes     int
+	Windows      []WindowTime
+	DatabaseFrom string
 }
 
 // LogReader is a Provisioner that can read what its environments'
 // processes printed (package provision's local and docker providers,
 // through the worker's adapter). Teardown keeps it with the run first.
 type LogReader interface {
-	Logs(ctx context.Context, env Environment, maxBytes int) ([]Output, error)
+	ReadOutput(ctx context.Context, env Environment, req OutputRequest) ([]Output, error)
 }
 
-// keepLogs stores the output of env's processes with the run, masked and
-// gzipped, before teardown removes them (only: the one source to keep, ""
-// for all; a restart keeps the crashed target's). It never fails the
-// teardown: a log that cannot be read or stored is a warning. A retried
-// teardown writes the same logs again (the store replaces them), unless
-// they are already gone — then what the first attempt stored stays.
-func (a *Activities) keepLogs(ctx context.Context, env Environment, only string) {
+// OutputMarker is a Provisioner whose processes' output has no timestamps
+// of its own (a local process writing a file): the drive marks where the
+// output stood as each window starts and ends, beside the output, so that
+// a worker killed mid-run loses no mark of a committed window.
+type OutputMarker interface {
+	MarkOutput(ctx context.Context, env Environment, index int, end bool) error
+}
+
+// keepLogs stores the output of env's processes printed during its
+// incarnation with the run, cut by window, masked and gzipped, before
+// teardown (or a restart of the target) moves on: the target's, and the
+// database's from where the incarnation before left it (the database
+// outlives a restarted target; each incarnation keeps what it printed
+// meanwhile). It never fails the teardown: a log that cannot be read or
+// stored is a warning. A retried teardown writes the same logs again (the
+// store replaces them), unless they are already gone — then what the
+// first attempt stored stays.
+func (a *Activities) keepLogs(ctx context.Context, env Environment) {
 	lr, ok := a.Provisioner.(LogReader)
 	if !ok || env.RunID == "" {
 		return
 	}
 	log := a.logger().With("run", env.RunID, "incarnation", env.Incarnation)
-	outs, err := lr.Logs(ctx, env, MaxLogBytes)
+	req := OutputRequest{MaxBytes: MaxLogBytes}
+	if ws, err := a.Store.Windows(ctx, env.RunID, store.WindowQuery{Incarnation: env.Incarnation}); err == nil {
+		for _, w := range ws {
+			if !w.Start.IsZero() && !w.End.IsZero() {
+				req.Windows = append(req.Windows, WindowTime{Index: w.Index, Start: w.Start, End: w.End})
+			}
+		}
+	}
+	if kept, err := a.Store.Logs(ctx, env.RunID, false); err == nil {
+		for _, l := range kept { // by incarnation: the latest before this one wins
+			if l.Source == "database" && l.Incarnation < env.Incarnation {
+				req.DatabaseFrom = l.Cursor
+			}
+		}
+	}
+	outs, err := lr.ReadOutput(ctx, env, req)
 	if err != nil {
 		log.Warn("reading the target's output for the run failed; it is not kept", "err", err)
 	}
@@ -54,17 +103,45 @@ func (a *Activities) keepLogs(ctx context.Context, env Environment, only string)
 		mask = targetlog.NewMasker(targetlog.Secrets(run.Scenario, os.LookupEnv))
 	}
 	for _, o := range outs {
-		if len(o.Text) == 0 || (only != "" && o.Source != only) {
-			continue
+		if len(o.Text) == 0 {
+			continue // printed nothing (the database's next incarnation reads from the same place)
 		}
-		text := []byte(mask.String(string(o.Text)))
+		text, windows := maskByWindow(mask, o.Text, o.Windows)
 		var gz bytes.Buffer
 		w := gzip.NewWriter(&gz)
 		_, _ = w.Write(text)
 		_ = w.Close()
-		l := store.TargetLog{RunID: env.RunID, Incarnation: env.Incarnation, Source: o.Source, Bytes: int64(len(text)), Truncated: o.Truncated, Data: gz.Bytes()}
+		l := store.TargetLog{RunID: env.RunID, Incarnation: env.Incarnation, Source: o.Source, Bytes: int64(len(text)),
+			Truncated: o.Truncated, Windows: windows, Cursor: o.Cursor, Data: gz.Bytes()}
 		if err := a.Store.PutLog(ctx, l); err != nil {
 			log.Warn("keeping the target's output failed", "source", o.Source, "err", err)
 		}
 	}
+}
+
+// maskByWindow masks the secrets in text and moves the windows' byte
+// ranges with it (a masked secret changes the text's length). The text is
+// masked piece by piece between the windows' bounds, which are line
+// starts, so no secret is cut in two.
+func maskByWindow(m targetlog.Masker, text []byte, ws []store.LogWindow) ([]byte, []store.LogWindow) {
+	bounds := []int{0, len(text)}
+	ws = slices.DeleteFunc(slices.Clone(ws), func(w store.LogWindow) bool { return w.From < 0 || w.From > w.To || w.To > len(text) })
+	for _, w := range ws {
+		bounds = append(bounds, w.From, w.To)
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	moved := make(map[int]int, len(bounds))
+	out := make([]byte, 0, len(text))
+	for i, b := range bounds {
+		moved[b] = len(out)
+		if i+1 < len(bounds) {
+			out = append(out, m.String(string(text[b:bounds[i+1]]))...)
+		}
+	}
+	spans := make([]store.LogWindow, len(ws))
+	for i, w := range ws {
+		spans[i] = store.LogWindow{Index: w.Index, From: moved[w.From], To: moved[w.To]}
+	}
+	return out, spans
 }

@@ -87,7 +87,7 @@ func (a *Activities) RestartTarget(ctx context.Context, in RestartInput) (Restar
 	a.retried(ctx, "restart the target", in.RunID, next)
 	stop := keepAlive(ctx, "restarting the target")
 	defer stop()
-	a.keepLogs(ctx, in.Env, "target")
+	a.keepLogs(ctx, in.Env)
 	env, err := restarter.RestartTarget(ctx, in.Env, ProvisionRequest{
 		RunID: in.RunID, Incarnation: next, Spec: spec,
 		Provider: in.Provider, ExtraEnv: in.TargetEnv, Publish: PublishedPorts(s.Probes), Prebuilt: prebuilt,

@@ -89,8 +89,8 @@ func TestRestartTarget(t *testing.T) {
 		t.Errorf("run incarnations = %d, want 2", run.Incarnations)
 	}
 	ls, _ := st.Logs(ctx, "r1", false)
-	if len(ls) != 1 || ls[0].Source != "target" || ls[0].Incarnation != 1 {
-		t.Errorf("logs kept = %+v, want the crashed target's of incarnation 1 only", ls)
+	if len(ls) != 2 || ls[0].Source != "database" || ls[1].Source != "target" || ls[0].Incarnation != 1 || ls[1].Incarnation != 1 {
+		t.Errorf("logs kept = %+v, want the crashed target's and the database's of incarnation 1 (the database's goes on under incarnation 2)", ls)
 	}
 	if !strings.Contains(lines.String(), `msg="the target restarted (incarnation 2), down for 3.6 s"`) || !strings.Contains(lines.String(), "window=5") {
 		t.Errorf("log lines lack the restart with its window:\n%s", lines.String())

@@ -175,15 +175,18 @@ type analyzer struct {
 // incarnation is one incarnation's windows after gaps and warm-up are removed.
 type incarnation struct {
 	num      int
-	external bool                   // longhaul did not start the target (Options.ExternalTarget)
-	all      []*window.Window       // every window of the incarnation but gaps, warm-up included, by index
-	warmup   int                    // windows excluded as warm-up
-	ws       []*window.Window       // analysed windows, by index
-	t        []float64              // seconds from the first analysed window's start to each window's end
-	full     []bool                 // window is at least half the usual length (rates are representative)
-	rps      []float64              // requests per second
-	level    []float64              // load level: ramp target if any, else VUs
-	tables   map[string][]tableRead // per table, in window order (windows with the table only)
+	external bool             // longhaul did not start the target (Options.ExternalTarget)
+	all      []*window.Window // every window of the incarnation but gaps, warm-up included, by index
+	// stoppedGaps are the gaps that say the target stopped: a drive resumed
+	// after its worker died found it stopped (no window saw it happen).
+	stoppedGaps []*window.Window
+	warmup      int                    // windows excluded as warm-up
+	ws          []*window.Window       // analysed windows, by index
+	t           []float64              // seconds from the first analysed window's start to each window's end
+	full        []bool                 // window is at least half the usual length (rates are representative)
+	rps         []float64              // requests per second
+	level       []float64              // load level: ramp target if any, else VUs
+	tables      map[string][]tableRead // per table, in window order (windows with the table only)
 	// sqlite holds the rows of each table that has no read statistics
 	// (only i and liveRows are set): the tables of a SQLite file
 	// (sqliteFile), or the collections of a database server that counts
@@ -208,8 +211,12 @@ type tableRead struct {
 // per-window series the detectors share.
 func (a *analyzer) split(ws []window.Window) []*incarnation {
 	byInc := map[int][]*window.Window{}
+	stopped := map[int][]*window.Window{} // gaps that say the target stopped
 	for i := range ws {
 		w := &ws[i]
+		if w.Gap && hasEvent(w, window.EventTargetExit) {
+			stopped[w.Incarnation] = append(stopped[w.Incarnation], w)
+		}
 		if w.Gap || w.Partial {
 			continue // a partial window's rates and tail are not comparable
 		}
@@ -234,9 +241,20 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 			dedup = append(dedup, w)
 		}
 		list = dedup
-		out = append(out, a.newIncarnation(n, list))
+		inc := a.newIncarnation(n, list)
+		inc.stoppedGaps = stopped[n]
+		out = append(out, inc)
 	}
 	return out
+}
+
+func hasEvent(w *window.Window, kind string) bool {
+	for _, ev := range w.Events {
+		if ev.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *analyzer) newIncarnation(num int, list []*window.Window) *incarnation {

@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -26,7 +28,12 @@ func (inc *incarnation) crashes(runStart time.Time, later []*incarnation) []Find
 	var out []Finding
 	var served int64
 	var lastAt time.Time // when the last crash happened
-	for _, w := range inc.all {
+	ws := inc.all
+	if len(inc.stoppedGaps) > 0 {
+		ws = append(slices.Clone(inc.all), inc.stoppedGaps...)
+		slices.SortStableFunc(ws, func(x, y *window.Window) int { return cmp.Compare(x.Index, y.Index) })
+	}
+	for _, w := range ws {
 		served += answered(w)
 		for _, ev := range w.Events {
 			if ev.Kind != window.EventTargetExit {
@@ -73,6 +80,19 @@ func crashFinding(num int, w *window.Window, ev window.Event, served int64, runS
 	when := fmt.Sprintf("in window %d", w.Index)
 	if !runStart.IsZero() && !at.IsZero() {
 		when = fmt.Sprintf("%s into the run (window %d)", clockOf(at.Sub(runStart)), w.Index)
+	}
+	if w.Gap {
+		// A drive resuming after its worker died found it stopped: it
+		// happened while no one watched, at the latest when it was found.
+		lost := "lost with its worker: found stopped when the drive resumed"
+		when = fmt.Sprintf("in window %d (%s)", w.Index, lost)
+		if !runStart.IsZero() && !at.IsZero() {
+			by := ""
+			if ev.At.IsZero() {
+				by = "by "
+			}
+			when = fmt.Sprintf("%s%s into the run (window %d, %s)", by, clockOf(at.Sub(runStart)), w.Index, lost)
+		}
 	}
 	f := Finding{
 		Kind:        KindCrash,

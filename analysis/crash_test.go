@@ -65,6 +65,24 @@ func TestCrashFinding(t *testing.T) {
 			wantNotes:   map[string]float64{"signal": 9},
 		},
 		{
+			name: "found stopped when a drive resumed",
+			ws: func() []window.Window {
+				// The worker died in window 4; the drive resuming on the
+				// next worker found the target gone (its exit status
+				// unknown: it was not that worker's child) and recorded
+				// it in the lost window's gap.
+				ws := crashRun(1, 5, t0)
+				ws[4] = window.Window{Incarnation: 1, Index: 4, Gap: true, Start: t0.Add(40 * time.Second), End: t0.Add(75 * time.Second),
+					Events: []window.Event{{Kind: window.EventTargetExit, PID: 19419, Detail: "the target process 19419 exited (exit status unknown)", Output: output[:3]}}}
+				return ws
+			},
+			wantCrashes: 1,
+			want:        []string{"the target stopped by 0:01:15 into the run (window 4, lost with its worker: found stopped when the drive resumed)", "4,000 requests served", "exit status unknown"},
+			wantWindow:  4,
+			wantServed:  4000,
+			wantNotes:   map[string]float64{},
+		},
+		{
 			name: "exit code in a warm-up window",
 			ws: func() []window.Window {
 				ws := crashRun(1, 10, t0)

@@ -283,8 +283,11 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		return runView{}, err
 	}
 	v.Notifications = notificationViews(ns)
+	var kept []store.TargetLog
 	if !standalone {
-		v.Logs = runLogs(ctx, st, id, base)
+		kept = keptLogs(ctx, st, id)
+		v.Logs = logViews(kept, base)
+		addWindowLines(v.Findings, kept, base)
 	}
 	v.Totals = sumTotals(d.spans, run)
 	v.Resolution = resolution(d.spans)
@@ -304,6 +307,7 @@ func buildRun(ctx context.Context, st Reader, id string, q runQuery, standalone 
 		v.PointsJS = template.JS(b)
 	}
 	v.Table = windowTable(d.tl, q, base)
+	linkWindowLines(&v.Table, kept, base)
 	if standalone {
 		if v.CSVData, v.JSONData, v.ScenarioData, err = embeddedDownloads(ctx, st, run); err != nil {
 			return v, fmt.Errorf("downloads of run %s: %w", id, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -74,5 +75,53 @@ func TestRunPageLogs(t *testing.T) {
 	fixture{ID: "run-n", Name: "quiet", Windows: 2}.seed(t, st, h)
 	if other := u.mustGet("/runs/run-n", "text/html"); strings.Contains(other, "Output kept") {
 		t.Error("a run without kept output shows an output part")
+	}
+}
+
+// TestRunPageWindowLines: a crash finding shows what the target printed
+// during its window, the window table links each window whose lines were
+// kept to them, and the link serves that window's lines only.
+func TestRunPageWindowLines(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	f, h := fixture{ID: "run-w", Name: "api", Windows: 4}, newHistograms(t)
+	f.seed(t, st, h)
+	text := "window 1 line\nwindow 2 <last words>\npanic: boom\n"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(text))
+	zw.Close()
+	w2 := strings.Index(text, "window 2")
+	if err := st.PutLog(ctx, store.TargetLog{RunID: "run-w", Incarnation: 1, Source: "target", Bytes: int64(len(text)), Data: gz.Bytes(),
+		Windows: []store.LogWindow{{Index: 1, From: 0, To: w2}, {Index: 2, From: w2, To: len(text)}}}); err != nil {
+		t.Fatal(err)
+	}
+	crash := analysis.Finding{Kind: analysis.KindCrash, Severity: analysis.Critical, Incarnation: 1, Summary: "the target was killed",
+		Evidence: analysis.Evidence{FirstWindow: 2, LastWindow: 2, Output: []string{"panic: boom"}}}
+	if err := st.PutFindings(ctx, "run-w", []analysis.Finding{crash}); err != nil {
+		t.Fatal(err)
+	}
+
+	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+	body := u.mustGet("/runs/run-w", "text/html")
+	checkCSPClean(t, "run", body)
+	for _, want := range []string{
+		"printed during window 2 (2 lines)",
+		"window 2 &lt;last words&gt;\npanic: boom\n",
+		`<a href="/runs/run-w/logs/target?window=2">as text</a>`,
+		`<a href="/runs/run-w/logs/target?window=1" title="what the target printed during this window">1</a>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `logs/target?window=3"`) {
+		t.Error("window 3, whose lines were not kept, is linked")
+	}
+	if got := u.mustGet("/runs/run-w/logs/target?window=2", "text/plain"); got != "window 2 <last words>\npanic: boom\n" {
+		t.Errorf("window 2's lines = %q", got)
+	}
+	if res, _ := u.get("/runs/run-w/logs/target?window=3"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("window 3's lines: %d, want 404", res.StatusCode)
 	}
 }

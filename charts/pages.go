@@ -364,6 +364,11 @@ type findingView struct {
 	analysis.Finding
 	Range    string
 	Evidence []kv
+	// WindowLines are what the target printed during a crash's window
+	// (its last ones; WindowLinesURL has them all), when they were kept.
+	WindowLines    []string
+	HasWindowLines bool
+	WindowLinesURL string
 }
 
 type kv struct{ K, V string }
@@ -455,7 +460,9 @@ type tableView struct {
 }
 
 type tableRow struct {
-	Windows                  string
+	Windows string
+	// LogURL is what the target printed during the window, when kept.
+	LogURL                   string
 	At                       string
 	Requests                 int64
 	RPS, ErrorPct            float64

@@ -100,11 +100,12 @@ func tailFile(ctx context.Context, path string, w io.Writer) error {
 }
 
 // FollowLogs streams a container's output (stdout and stderr merged) from
-// the engine until ctx is done or the container is removed.
+// the engine until ctx is done or the container is removed; a restarted
+// target's from its restart (Target.StartedAt) on.
 func (d *Docker) FollowLogs(ctx context.Context, env Environment, source string, w io.Writer) error {
-	id := env.Target.ContainerID
+	id, since := env.Target.ContainerID, env.Target.StartedAt
 	if source == LogDatabase {
-		id = ""
+		id, since = "", time.Time{}
 		if env.Database != nil {
 			id = env.Database.Process.ContainerID
 		}
@@ -112,9 +113,14 @@ func (d *Docker) FollowLogs(ctx context.Context, env Environment, source string,
 	if id == "" {
 		return fmt.Errorf("follow the output of %s: it has no %s container", env.ID, source)
 	}
-	rc, err := d.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{
-		ShowStdout: true, ShowStderr: true, Follow: true, Tail: fmt.Sprint(followTail / 80),
-	})
+	opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true, Tail: fmt.Sprint(followTail / 80)}
+	if !since.IsZero() {
+		// A restarted target is the same container: without Since its
+		// tail would begin with the crashed incarnation's last lines,
+		// under the new incarnation's header.
+		opts.Since = since.Format(time.RFC3339Nano)
+	}
+	rc, err := d.cli.ContainerLogs(ctx, id, opts)
 	if err != nil {
 		return fmt.Errorf("follow the output of %s: %s container %s: %w", env.ID, source, shortID(id), err)
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
@@ -158,16 +156,7 @@ func TestDockerRestartTarget(t *testing.T) {
 	if env.EnvDir != "" {
 		_ = os.WriteFile(filepath.Join(env.EnvDir, "data.db"), []byte("rows"), 0o644)
 	}
-	if _, err := d.cli.ContainerKill(ctx, env.Target.ContainerID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		t.Fatal(err)
-	}
-	var exit *ExitError
-	for ctx.Err() == nil {
-		if err := d.Check(ctx, env); errors.As(err, &exit) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	exit := killTargetContainer(ctx, t, d, env)
 	if exit == nil || exit.Event.ExitCode == nil || *exit.Event.ExitCode != 137 {
 		t.Fatalf("Check after kill = %+v, want exit code 137", exit)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 func gz(t *testing.T, s string) []byte {
@@ -55,4 +56,68 @@ func TestWriteLogs(t *testing.T) {
 	if err := WriteLogs(ctx, st, "r", LogQuery{Source: "database", Incarnation: 2}, &b); !errors.Is(err, ErrNoLogs) {
 		t.Errorf("incarnation 2's database: %v, want ErrNoLogs", err)
 	}
+}
+
+// --window: the lines a window printed, from the incarnation that has
+// it; "nothing" said for a window known to be quiet; ErrNoLogs naming
+// the windows that are known for one that is not.
+func TestWriteLogsWindow(t *testing.T) {
+	ctx := context.Background()
+	st := &activitiestest.Store{}
+	if err := st.PutRun(ctx, store.Run{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if err := st.PutWindow(ctx, window.Window{RunID: "r", Incarnation: 1 + i/6, Index: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := "up\nw3 a\nw3 b\nw4\n"
+	for _, l := range []store.TargetLog{
+		{RunID: "r", Incarnation: 1, Source: "target", Data: gz(t, text),
+			Windows: []store.LogWindow{{Index: 3, From: 3, To: 13}, {Index: 4, From: 13, To: 16}, {Index: 5, From: 16, To: 16}}},
+		{RunID: "r", Incarnation: 2, Source: "target", Data: gz(t, "again\n"), Windows: []store.LogWindow{{Index: 7, From: 0, To: 6}}},
+	} {
+		if err := st.PutLog(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		q    LogQuery
+		want string
+	}{
+		{LogQuery{Source: "target", OneWindow: true, Window: 3}, "w3 a\nw3 b\n"},
+		{LogQuery{Source: "target", OneWindow: true, Window: 7}, "again\n"},
+		{LogQuery{Source: "target", OneWindow: true, Window: 5}, "[the target printed nothing during window 5]\n"},
+	} {
+		var b strings.Builder
+		if err := WriteLogs(ctx, st, "r", c.q, &b); err != nil || b.String() != c.want {
+			t.Errorf("window %d: %q, %v; want %q", c.q.Window, b.String(), err, c.want)
+		}
+	}
+	var b strings.Builder
+	err := WriteLogs(ctx, st, "r", LogQuery{Source: "target", Incarnation: 1, OneWindow: true, Window: 7}, &b)
+	if !errors.Is(err, ErrNoLogs) || !strings.Contains(err.Error(), "known for windows 3–5") {
+		t.Errorf("window 7 of incarnation 1: %v, want ErrNoLogs naming windows 3–5", err)
+	}
+	err = WriteLogs(ctx, st, "r", LogQuery{Source: "target", OneWindow: true, Window: 8}, &b)
+	if !errors.Is(err, ErrNoLogs) || !strings.Contains(err.Error(), "the run has windows 0–7") {
+		t.Errorf("window 8: %v, want ErrNoLogs saying the run has windows 0–7", err)
+	}
+	lines, ok := WindowLines(mustLogs(t, st), "target", 3)
+	if !ok || strings.Join(lines, "|") != "w3 a|w3 b" {
+		t.Errorf("WindowLines(3) = %q, %v", lines, ok)
+	}
+	if _, ok := WindowLines(mustLogs(t, st), "target", 6); ok {
+		t.Error("WindowLines(6): known, want not")
+	}
+}
+
+func mustLogs(t *testing.T, st store.Logs) []store.TargetLog {
+	t.Helper()
+	ls, err := st.Logs(context.Background(), "r", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
 }

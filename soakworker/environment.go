@@ -9,6 +9,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/provision"
+	"github.com/longhaul-dev/longhaul/store"
 )
 
 // provisionAdapter presents a provision.Provisioner as the activities'
@@ -45,8 +46,8 @@ func (pa provisionAdapter) Teardown(ctx context.Context, env activities.Environm
 	return pa.p.Teardown(ctx, e)
 }
 
-// Logs reads what env's processes printed, when the provisioner can.
-func (pa provisionAdapter) Logs(ctx context.Context, env activities.Environment, maxBytes int) ([]activities.Output, error) {
+// ReadOutput reads what env's processes printed, when the provisioner can.
+func (pa provisionAdapter) ReadOutput(ctx context.Context, env activities.Environment, req activities.OutputRequest) ([]activities.Output, error) {
 	lr, ok := pa.p.(provision.LogReader)
 	if !ok {
 		return nil, nil
@@ -55,12 +56,33 @@ func (pa provisionAdapter) Logs(ctx context.Context, env activities.Environment,
 	if err != nil {
 		return nil, err
 	}
-	outs, err := lr.Logs(ctx, e, maxBytes)
+	preq := provision.LogRequest{MaxBytes: req.MaxBytes, DatabaseFrom: req.DatabaseFrom}
+	for _, w := range req.Windows {
+		preq.Windows = append(preq.Windows, provision.WindowTime{Index: w.Index, Start: w.Start, End: w.End})
+	}
+	outs, err := lr.ReadOutput(ctx, e, preq)
 	res := make([]activities.Output, 0, len(outs))
 	for _, o := range outs {
-		res = append(res, activities.Output{Source: o.Source, Text: o.Text, Truncated: o.Truncated})
+		ao := activities.Output{Source: o.Source, Text: o.Text, Truncated: o.Truncated, Cursor: o.Cursor}
+		for _, w := range o.Windows {
+			ao.Windows = append(ao.Windows, store.LogWindow{Index: w.Index, From: w.From, To: w.To})
+		}
+		res = append(res, ao)
 	}
 	return res, err
+}
+
+// MarkOutput marks a window in env's output, when the provisioner needs it.
+func (pa provisionAdapter) MarkOutput(ctx context.Context, env activities.Environment, index int, end bool) error {
+	m, ok := pa.p.(provision.OutputMarker)
+	if !ok {
+		return nil
+	}
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return err
+	}
+	return m.MarkOutput(ctx, e, index, end)
 }
 
 // RestartTarget starts env's crashed target again, when the provisioner can.

@@ -286,6 +286,12 @@ var migrations = []migration{
 			PRIMARY KEY (run_id, incarnation, source)
 		)`,
 	}},
+	{13, "logs by window: which lines each window printed, where the output was read to", []string{
+		// windows: JSON [{"index":N,"from":B,"to":E}] byte ranges of the
+		// text; read_to: where the next incarnation's database output starts.
+		`ALTER TABLE logs ADD COLUMN windows TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE logs ADD COLUMN read_to TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // SchemaVersion is the schema version this build writes.

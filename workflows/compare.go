@@ -199,11 +199,7 @@ func CompareWorkflow(ctx workflow.Context, in CompareInput) (res CompareResult, 
 }
 
 func (c *comparison) general(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
-	})
+	return storeBound(ctx, generalTimeout)
 }
 
 func (c *comparison) onHost(ctx workflow.Context, timeout time.Duration) workflow.Context {
@@ -303,10 +299,7 @@ func (c *comparison) run(ctx workflow.Context) (CompareResult, error) {
 func (c *comparison) verdicts(ctx workflow.Context, vin activities.VerdictsInput) (activities.VerdictsResult, error) {
 	var a *activities.Activities
 	var vr activities.VerdictsResult
-	vctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: activities.GeneralQueue, StartToCloseTimeout: 10 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
-	})
+	vctx := storeBound(ctx, 10*time.Minute)
 	err := workflow.ExecuteActivity(vctx, a.CompareVerdicts, vin).Get(ctx, &vr)
 	return vr, err
 }
@@ -553,11 +546,7 @@ func (c *comparison) finish(ctx workflow.Context, runErr error) (CompareResult, 
 	default:
 		res.Status = store.Completed
 	}
-	sctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, MaximumInterval: 10 * time.Second},
-	})
+	sctx := storeBound(dctx, generalTimeout)
 	st := activities.ComparisonStatusInput{ComparisonID: c.in.ComparisonID, Status: res.Status, Reason: res.Reason}
 	if err := workflow.ExecuteActivity(sctx, a.SetComparisonStatus, st).Get(sctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("recording the comparison's status failed", "status", res.Status, "error", err)

@@ -11,7 +11,9 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // restartYAML is a scenario whose target longhaul starts and restarts
@@ -243,5 +245,41 @@ func TestSoakLostTargetWithoutRestart(t *testing.T) {
 	}
 	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1,r1-2"; got != want || len(f.prov.Restarted) != 0 {
 		t.Errorf("provisioned = %s (restarted %v), want %s and no restart", got, f.prov.Restarted, want)
+	}
+}
+
+// TestSoakCrashFoundOnResumeIsAFinding: a target found stopped only when
+// the drive resumed (its worker died meanwhile) is a crash finding like
+// one seen as it happened: the resumed drive records how it stopped in the
+// lost window's gap, and the analysis reads it from there.
+func TestSoakCrashFoundOnResumeIsAFinding(t *testing.T) {
+	f := newFixture(t, 10)
+	f.acts.Analyzer = activities.Findings
+	f.prov.Exits = true
+	f.loseWorkerAt(3)
+	if _, err := f.run(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	ctx := context.Background()
+	ws, _ := f.store.Windows(ctx, "r1", store.WindowQuery{Incarnation: 1})
+	var gap *window.Window
+	for i := range ws {
+		if ws[i].Index == 3 {
+			gap = &ws[i]
+		}
+	}
+	if gap == nil || !gap.Gap || len(gap.Events) != 1 || gap.Events[0].Kind != window.EventTargetExit {
+		t.Fatalf("window 3 of incarnation 1 = %+v, want the gap with the target's exit", gap)
+	}
+	fs, _ := f.store.Findings(ctx, "r1")
+	var crash *analysis.Finding
+	for i := range fs {
+		if fs[i].Kind == analysis.KindCrash {
+			crash = &fs[i]
+		}
+	}
+
+	if crash == nil || crash.Incarnation != 1 || crash.Evidence.FirstWindow != 3 || !strings.Contains(crash.Summary, "found stopped when the drive resumed") {
+		t.Errorf("crash finding = %+v, want incarnation 1's, window 3, found on resume", crash)
 	}
 }

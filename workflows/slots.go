@@ -58,11 +58,7 @@ func claimSlot(ctx workflow.Context, holder string, granted store.Status, setSta
 // slot of a workflow that is no longer running.
 func releaseSlot(ctx workflow.Context, holder string) bool {
 	var a *activities.Activities
-	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, MaximumInterval: 10 * time.Second},
-	})
+	rctx := storeBound(ctx, generalTimeout)
 	if err := workflow.ExecuteActivity(rctx, a.ReleaseSlot, activities.SlotInput{Holder: holder}).Get(rctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("releasing the measurement slot failed", "holder", holder, "error", err)
 		return false

@@ -132,7 +132,37 @@ var (
 	// driveMargin is added to the remaining load duration for StartToClose:
 	// in-flight requests, the last window's commit, probes.
 	driveMargin = 5 * time.Minute
+	// storeOutage is how long the store-bound activities (Begin,
+	// SetStatus, Analyze, …) are retried: a results store that does not
+	// answer at a run's start or end is ridden out as long as a drive keeps
+	// its windows waiting for it (activities.DefaultStoreBehindLimit), so
+	// an outage there fails the run no sooner than one mid-run does.
+	storeOutage = activities.DefaultStoreBehindLimit
+	// storeRetryMax is the longest pause between two attempts: a store
+	// that is back is used again within about this long.
+	storeRetryMax = 15 * time.Second
 )
+
+// storeBound is ctx with the options of an activity on the general queue
+// that reads or writes the results store and takes up to startToClose:
+// retried with backoff (at most storeRetryMax apart) until storeOutage
+// has passed since the first attempt; a bad scenario (or a run the store
+// does not have) fails at once.
+func storeBound(ctx workflow.Context, startToClose time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              activities.GeneralQueue,
+		StartToCloseTimeout:    startToClose,
+		ScheduleToCloseTimeout: storeOutage + startToClose,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: storeRetryMax,
+			// More attempts than fit in storeOutage: ScheduleToClose ends
+			// the retries. (Not 0, unlimited, which the SDK's test
+			// environment turns into 10.)
+			MaximumAttempts:        int32(storeOutage/storeRetryMax) + 10,
+			NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario},
+		},
+	})
+}
 
 // Change ids of workflow.GetVersion for the heartbeats of Provision and
 // Teardown, and for measurement slots (a soak claims a slot on a host
@@ -220,11 +250,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			fmt.Sprintf("duration %s and window %s give no window to drive", s.in.Duration, s.in.Window), ErrTypeSoakFailed, nil)
 	}
 
-	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
-	})
+	general := storeBound(ctx, generalTimeout)
 	if s.st.HostQueue == "" {
 		info := workflow.GetInfo(ctx)
 		begin := activities.BeginInput{RunID: s.in.RunID, Name: s.in.Name, Scenario: s.in.Scenario, WorkflowID: info.WorkflowExecution.ID}
@@ -369,11 +395,7 @@ func (s *soak) provisioned() int { return s.st.Incarnation - s.st.Restarts }
 // the restarts are used up or restarting fails.
 func (s *soak) restartTarget(ctx workflow.Context, crash error) (restarted bool, err error) {
 	var a *activities.Activities
-	general := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5, NonRetryableErrorTypes: []string{activities.ErrTypeBadScenario}},
-	})
+	general := storeBound(ctx, generalTimeout)
 	var allowed int
 	if err := workflow.ExecuteActivity(general, a.RestartPolicy, activities.RestartPolicyInput{RunID: s.in.RunID}).Get(ctx, &allowed); err != nil {
 		return false, err
@@ -494,11 +516,7 @@ func (s *soak) hostWait() time.Duration {
 
 func (s *soak) setStatus(ctx workflow.Context, st store.Status, reason string) error {
 	var a *activities.Activities
-	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
-	})
+	sctx := storeBound(ctx, generalTimeout)
 	return workflow.ExecuteActivity(sctx, a.SetStatus, activities.StatusInput{RunID: s.in.RunID, Status: st, Reason: reason}).Get(ctx, nil)
 }
 
@@ -603,11 +621,7 @@ func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
 	// windows.) Version 0 analysed completed soaks only.
 	analyseAll := workflow.GetVersion(dctx, "analyse-every-soak", workflow.DefaultVersion, 1) >= 1
 	if res.Status == store.Completed || (analyseAll && s.st.Incarnation > 0) {
-		actx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-			TaskQueue:           activities.GeneralQueue,
-			StartToCloseTimeout: 10 * time.Minute,
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
-		})
+		actx := storeBound(dctx, 10*time.Minute)
 		var ar activities.AnalyzeResult
 		if err := workflow.ExecuteActivity(actx, a.Analyze, activities.AnalyzeInput{RunID: s.in.RunID}).Get(actx, &ar); err != nil {
 			// The measurements stand without findings; `longhaul analyze` can redo it.
@@ -616,11 +630,7 @@ func (s *soak) finish(ctx workflow.Context, runErr error) (SoakResult, error) {
 		res.Findings = ar.Findings
 	}
 
-	sctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-		TaskQueue:           activities.GeneralQueue,
-		StartToCloseTimeout: generalTimeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, MaximumInterval: 10 * time.Second},
-	})
+	sctx := storeBound(dctx, generalTimeout)
 	status := activities.StatusInput{RunID: s.in.RunID, Status: res.Status, Reason: res.Reason}
 	if err := workflow.ExecuteActivity(sctx, a.SetStatus, status).Get(sctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("recording the final status failed", "status", res.Status, "error", err)

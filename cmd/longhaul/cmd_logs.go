@@ -13,10 +13,9 @@ import (
 
 func (a *app) logsCmd() *cobra.Command {
 	var (
-		f        storeFlags
-		inc      int
-		database bool
-		live     bool
+		f              storeFlags
+		inc, win       int
+		database, live bool
 	)
 	cmd := &cobra.Command{
 		Use:   "logs RUN",
@@ -24,22 +23,24 @@ func (a *app) logsCmd() *cobra.Command {
 		Long: `Logs prints the output (stdout and stderr) of a run's target, or with
 --database of its database, for every incarnation or --incarnation N: the end
 of each process's output (4 MiB), kept when its environment is torn down,
-secrets (${env:NAME} values) masked. --follow prints a live run's output as
-it is written, like tail -f, until the run ends (on its environment's host).`,
-		Example: "  longhaul logs 0199a3c4-...\n  longhaul logs 0199a3c4-... --database --incarnation 2 | less\n  longhaul logs -f 0199a3c4-...",
+secrets (${env:NAME} values) masked; with --window N only what was printed
+during window N. --follow prints a live run's output as it is written, like
+tail -f, until the run ends (on its environment's host).`,
+		Example: "  longhaul logs 0199a3c4-...\n  longhaul logs 0199a3c4-... --database --incarnation 2 | less\n  longhaul logs 0199a3c4-... --window 7\n  longhaul logs -f 0199a3c4-...",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if inc < 0 {
+			oneWindow := cmd.Flags().Changed("window")
+			switch {
+			case inc < 0:
 				return badInputf("--incarnation is 1 or more (0: all)")
-			}
-			if live && inc != 0 {
-				return badInputf("--follow shows the live incarnation; --incarnation picks kept output")
+			case live && (inc != 0 || oneWindow):
+				return badInputf("--follow shows the live incarnation; --incarnation and --window pick kept output")
 			}
 			return a.withStore(cmd.Context(), f, func(st store.Store, where string) error {
 				if _, err := st.GetRun(cmd.Context(), args[0]); errors.Is(err, store.ErrNotFound) {
 					return badInputf("no run %s in %s", args[0], where)
 				}
-				q := report.LogQuery{Source: "target", Incarnation: inc}
+				q := report.LogQuery{Source: "target", Incarnation: inc, OneWindow: oneWindow, Window: win}
 				if database {
 					q.Source = "database"
 				}
@@ -48,6 +49,7 @@ it is written, like tail -f, until the run ends (on its environment's host).`,
 		},
 	}
 	cmd.Flags().IntVar(&inc, "incarnation", 0, "only this incarnation (default: all)")
+	cmd.Flags().IntVar(&win, "window", 0, "only what was printed during this window")
 	cmd.Flags().BoolVar(&database, "database", false, "the database's output instead of the target's")
 	cmd.Flags().BoolVarP(&live, "follow", "f", false, "while the run is live, print what the process prints until the run ends (on the host its environment runs on)")
 	f.register(cmd.Flags())
