@@ -3,9 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,34 +10,11 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -113,7 +87,7 @@ func TestTextGolden(t *testing.T) {
 	if err := w.Summary(tot.Summary()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "drive.txt.golden", out.Bytes())
+	golden.Check(t, "drive.txt.golden", out.Bytes())
 }
 
 func TestJSONGolden(t *testing.T) {
@@ -134,7 +108,7 @@ func TestJSONGolden(t *testing.T) {
 	if err := w.Summary(tot.Summary()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "drive.ndjson.golden", out.Bytes())
+	golden.Check(t, "drive.ndjson.golden", out.Bytes())
 }
 
 // The JSON contract: a window line has exactly the required keys plus only
@@ -285,7 +259,7 @@ func TestRunTextGolden(t *testing.T) {
 	if err := WriteRunText(&out, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run.txt.golden", out.Bytes())
+	golden.Check(t, "run.txt.golden", out.Bytes())
 }
 
 func TestRunJSONGolden(t *testing.T) {
@@ -298,7 +272,7 @@ func TestRunJSONGolden(t *testing.T) {
 	if err := WriteRunJSON(&out, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run.ndjson.golden", out.Bytes())
+	golden.Check(t, "run.ndjson.golden", out.Bytes())
 	// Every line is an object; the types come in order.
 	var types []string
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -342,11 +316,11 @@ func TestRunGatedGolden(t *testing.T) {
 	if err := WriteRunText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run-gated.txt.golden", text.Bytes())
+	golden.Check(t, "run-gated.txt.golden", text.Bytes())
 	if err := WriteRunJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run-gated.ndjson.golden", js.Bytes())
+	golden.Check(t, "run-gated.ndjson.golden", js.Bytes())
 	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
 	var g struct {
 		Type       string
@@ -408,11 +382,11 @@ func TestRunsGolden(t *testing.T) {
 	if err := WriteRunsText(&text, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "runs.txt.golden", text.Bytes())
+	golden.Check(t, "runs.txt.golden", text.Bytes())
 	if err := WriteRunsJSON(&js, runs); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "runs.ndjson.golden", js.Bytes())
+	golden.Check(t, "runs.ndjson.golden", js.Bytes())
 }
 
 func TestFindingsText(t *testing.T) {
