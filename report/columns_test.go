@@ -119,19 +119,7 @@ func TestProbeColumnsGolden(t *testing.T) {
 			ws := probedWindows(t, tt.fill)
 			// Live: columns as they appear.
 			var live bytes.Buffer
-			w := NewText(&live, TextOptions{})
-			var tot Totals
-			for _, win := range ws {
-				if err := w.Window(win); err != nil {
-					t.Fatal(err)
-				}
-				if err := tot.Add(win); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := w.Summary(tot.Summary()); err != nil {
-				t.Fatal(err)
-			}
+			writeLive(t, NewText(&live, TextOptions{}), ws)
 			golden.Check(t, "columns-"+tt.name+".txt.golden", live.Bytes())
 			checkWidth(t, live.String())
 

@@ -71,10 +71,16 @@ func fixedWindows(t testing.TB) []window.Window {
 	}
 }
 
-func TestTextGolden(t *testing.T) {
-	ws := fixedWindows(t)
-	var out bytes.Buffer
-	w := NewText(&out, TextOptions{})
+// liveWriter is how a drive prints as it goes: TextWriter or JSONWriter.
+type liveWriter interface {
+	Window(window.Window) error
+	Summary(window.Summary) error
+}
+
+// writeLive writes ws through w as a drive would, then the summary of
+// their totals, and returns that summary.
+func writeLive(t *testing.T, w liveWriter, ws []window.Window) window.Summary {
+	t.Helper()
 	var tot Totals
 	for _, win := range ws {
 		if err := w.Window(win); err != nil {
@@ -84,9 +90,17 @@ func TestTextGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Summary(tot.Summary()); err != nil {
+	sum := tot.Summary()
+	if err := w.Summary(sum); err != nil {
 		t.Fatal(err)
 	}
+	return sum
+}
+
+func TestTextGolden(t *testing.T) {
+	ws := fixedWindows(t)
+	var out bytes.Buffer
+	writeLive(t, NewText(&out, TextOptions{}), ws)
 	golden.Check(t, "drive.txt.golden", out.Bytes())
 }
 
@@ -95,19 +109,7 @@ func TestJSONGolden(t *testing.T) {
 	cpu := 85.5
 	ws[0].Probes.CPUMicrosPerRequest = &cpu // probes appear when present
 	var out bytes.Buffer
-	w := NewJSON(&out)
-	var tot Totals
-	for _, win := range ws {
-		if err := w.Window(win); err != nil {
-			t.Fatal(err)
-		}
-		if err := tot.Add(win); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Summary(tot.Summary()); err != nil {
-		t.Fatal(err)
-	}
+	writeLive(t, NewJSON(&out), ws)
 	golden.Check(t, "drive.ndjson.golden", out.Bytes())
 }
 
