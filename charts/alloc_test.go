@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 )
 
 // TestRunPageAllocations: a run with a Go target's allocation readings gets
 // the allocations chart, their window-table columns, hover data and CSV
 // columns; a run without them (run-1 of the shared store) gets none of it.
 func TestRunPageAllocations(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	f, h := fixture{ID: "run-a", Name: "go-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
 	f.seed(t, st, h)
 	// A Go target's allocation readings, from the second window (the first

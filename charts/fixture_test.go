@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -155,14 +154,4 @@ func seedNotifications(t testing.TB, st store.Store, of store.Notification) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func openStore(t testing.TB) store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "ui.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }

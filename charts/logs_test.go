@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // incarnation; each link serves the whole text. A run without kept output
 // shows no such part.
 func TestRunPageLogs(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	ctx := context.Background()
 	f, h := fixture{ID: "run-l", Name: "api", Windows: 4}, newHistograms(t)
 	f.seed(t, st, h)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -13,7 +14,7 @@ import (
 // (pg_stat_statements) gets the database round-trips section with its
 // costliest statements; a run without them does not.
 func TestRunPageStatements(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	f, h := fixture{ID: "run-s", Name: "pg-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
 	f.seed(t, st, h)
 	for i := range f.Windows {

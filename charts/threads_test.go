@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 )
 
 // TestRunPageThreads: a run with the thread probe's readings gets the
 // busiest-thread column in its window table and the readings in its CSV; a
 // run without them gets neither.
 func TestRunPageThreads(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	f, h := fixture{ID: "run-t", Name: "node-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
 	f.seed(t, st, h)
 	for i := range f.Windows {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/history"
 	"github.com/longhaul-dev/longhaul/internal/golden"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -27,11 +27,7 @@ import (
 func seedCompare(t *testing.T, n, step, failed, skipped int) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "longhaul.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.New(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	verdict := func(m string, ratio float64) analysis.Verdict {
 		out := analysis.NoDifference
