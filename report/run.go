@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -307,12 +308,7 @@ func evidence(f analysis.Finding) string {
 	if e.Thread != "" {
 		add("busiest thread %s", e.Thread)
 	}
-	keys := make([]string, 0, len(e.Notes))
-	for k := range e.Notes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Notes)) {
 		add("%s %s", analysis.NoteLabel(k), analysis.FormatNote(k, e.Notes[k]))
 	}
 	return strings.TrimSpace(strings.Join(parts, "; "))
