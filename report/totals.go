@@ -56,10 +56,7 @@ func (t *Totals) Add(w window.Window) error {
 	}
 	for name, o := range w.Ops {
 		acc := s.Ops[name]
-		acc.Requests += o.Requests
-		acc.OK += o.OK
-		acc.Errors.AddAll(o.Errors)
-		acc.Skipped += o.Skipped
+		acc.AddCounts(o)
 		s.Ops[name] = acc
 		if t.ops[name] == nil {
 			t.ops[name] = window.NewHistogram()

@@ -78,10 +78,7 @@ func Combine(ws []Window) (Window, error) {
 				out.Ops = map[string]OpStats{}
 			}
 			acc := out.Ops[name]
-			acc.Requests += o.Requests
-			acc.OK += o.OK
-			acc.Errors.AddAll(o.Errors)
-			acc.Skipped += o.Skipped
+			acc.AddCounts(o)
 			out.Ops[name] = acc
 			if ops[name] == nil {
 				ops[name] = newCounts()

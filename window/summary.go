@@ -82,10 +82,7 @@ func merge(ws []Window) (Summary, *hdrhistogram.Histogram, map[string]*hdrhistog
 		all.Merge(h)
 		for name, o := range w.Ops {
 			acc := s.Ops[name]
-			acc.Requests += o.Requests
-			acc.OK += o.OK
-			acc.Errors.AddAll(o.Errors)
-			acc.Skipped += o.Skipped
+			acc.AddCounts(o)
 			s.Ops[name] = acc
 			oh, err := DecodeHistogram(o.Histogram)
 			if err != nil {

@@ -171,6 +171,16 @@ type OpStats struct {
 	Histogram []byte `json:"-"`
 }
 
+// AddCounts adds x's request counts to o: requests, OK, errors and
+// skipped. Latencies and RPS are not counts: they come from the merged
+// histograms and the summed durations.
+func (o *OpStats) AddCounts(x OpStats) {
+	o.Requests += x.Requests
+	o.OK += x.OK
+	o.Errors.AddAll(x.Errors)
+	o.Skipped += x.Skipped
+}
+
 // Window is one fixed-length window of a run. Windows are aligned to the run's
 // start: window i of an incarnation covers [start+i*len, start+(i+1)*len), except
 // that the last one ends when the run stops.
