@@ -50,6 +50,18 @@ func (c Class) String() string {
 	return "invalid"
 }
 
+// UnwantedStatus classifies a response whose HTTP status the op did not
+// expect: Status4xx or Status5xx by its hundred, Unexpected otherwise.
+func UnwantedStatus(status int) Class {
+	switch {
+	case status >= 400 && status < 500:
+		return Status4xx
+	case status >= 500 && status < 600:
+		return Status5xx
+	}
+	return Unexpected
+}
+
 // ParseClass is the inverse of Class.String.
 func ParseClass(s string) (Class, bool) {
 	for i, n := range classNames {
