@@ -378,14 +378,7 @@ func WriteComparisonsText(out io.Writer, cs []store.Comparison) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.ID, c.Name, c.Status,
 			SideLine(c.A), SideLine(c.B), c.Pairs, verdictCounts(c.Verdicts), utc(c.CreatedAt), oneLine(c.Reason))
 	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write comparisons: %w", err)
-	}
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	if _, err := io.WriteString(out, strings.Join(lines, "\n")+"\n"); err != nil {
+	if err := writeTrimmed(out, tw, &buf); err != nil {
 		return fmt.Errorf("write comparisons: %w", err)
 	}
 	return nil

@@ -354,18 +354,24 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTrimmed(out, tw, &buf); err != nil {
 		return fmt.Errorf("write runs: %w", err)
 	}
-	// tabwriter pads the last cells of short rows; drop the padding.
+	return nil
+}
+
+// writeTrimmed flushes tw, which writes to buf, and copies buf to out
+// without the padding tabwriter leaves after the last cells of short rows.
+func writeTrimmed(out io.Writer, tw *tabwriter.Writer, buf *bytes.Buffer) error {
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ")
 	}
-	if _, err := io.WriteString(out, strings.Join(lines, "\n")+"\n"); err != nil {
-		return fmt.Errorf("write runs: %w", err)
-	}
-	return nil
+	_, err := io.WriteString(out, strings.Join(lines, "\n")+"\n")
+	return err
 }
 
 // WriteRunsJSON prints runs as NDJSON, one run object per line.
