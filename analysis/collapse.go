@@ -424,6 +424,18 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 	return best, found
 }
 
+// tableGrew reports whether rows, a table's row counts window by window,
+// cover MinWindows and grew from the first to the last by MinRowGrowth and
+// by at least MinTableRowIncrease rows; it returns the first and the last.
+func (o CollapseOptions) tableGrew(rows []float64) (rows0, rows1 float64, grew bool) {
+	n := len(rows)
+	if n < o.MinWindows {
+		return 0, 0, false
+	}
+	rows0, rows1 = rows[0], rows[n-1]
+	return rows0, rows1, rows1 >= (1+o.MinRowGrowth)*rows0 && rows1-rows0 >= o.MinTableRowIncrease
+}
+
 // slopePer1kRows is the Theil–Sen slope of y against rows counted in
 // thousands, over the series binned to MaxPoints.
 func (a *analyzer) slopePer1kRows(rows, y []float64) (float64, bool) {
@@ -515,12 +527,8 @@ func (a *analyzer) blameGrowth(inc *incarnation, pos []int, ops []OpTrend, ev Ev
 			p50 = append(p50, st.LatencyMs.P50)
 			rel = append(rel, v)
 		}
-		n := len(rows)
-		if n < o.MinWindows {
-			continue
-		}
-		rows0, rows1 := rows[0], rows[n-1]
-		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows1-rows0 < o.MinTableRowIncrease {
+		rows0, rows1, grew := o.tableGrew(rows)
+		if !grew {
 			continue
 		}
 		var logs series
@@ -609,12 +617,8 @@ func (a *analyzer) tableForCPU(inc *incarnation, pos []int) (grownTable, bool) {
 				rows = append(rows, r.liveRows)
 			}
 		}
-		n := len(rows)
-		if n < o.MinWindows {
-			continue
-		}
-		rows0, rows1 := rows[0], rows[n-1]
-		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows1-rows0 < o.MinTableRowIncrease {
+		rows0, rows1, grew := o.tableGrew(rows)
+		if !grew {
 			continue
 		}
 		lb := logs.binned(a.opts.MaxPoints)
