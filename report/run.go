@@ -336,9 +336,7 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		_, err := fmt.Fprintln(out, "no runs")
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATUS\tCREATED\tDURATION\tREASON")
+	l := newListing("ID\tNAME\tKIND\tSTATUS\tCREATED\tDURATION\tREASON")
 	for _, r := range runs {
 		dur := "-"
 		if !r.StartedAt.IsZero() {
@@ -352,23 +350,40 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		if r.Schedule != "" {
 			kind += " (" + r.Schedule + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
+		l.row("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
 	}
-	if err := writeTrimmed(out, tw, &buf); err != nil {
+	if err := l.writeTo(out); err != nil {
 		return fmt.Errorf("write runs: %w", err)
 	}
 	return nil
 }
 
-// writeTrimmed flushes tw, which writes to buf, and copies buf to out
-// without the padding tabwriter leaves after the last cells of short rows.
-func writeTrimmed(out io.Writer, tw *tabwriter.Writer, buf *bytes.Buffer) error {
-	if err := tw.Flush(); err != nil {
+// listing is the table of a listing command: columns aligned, without the
+// padding tabwriter leaves after the last cells of short rows.
+type listing struct {
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+// newListing starts a listing with its tab-separated header line.
+func newListing(header string) *listing {
+	l := &listing{}
+	l.tw = tabwriter.NewWriter(&l.buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(l.tw, header)
+	return l
+}
+
+// row adds a tab-separated row.
+func (l *listing) row(format string, args ...any) { fmt.Fprintf(l.tw, format, args...) }
+
+// writeTo writes the aligned, trimmed table to out.
+func (l *listing) writeTo(out io.Writer) error {
+	if err := l.tw.Flush(); err != nil {
 		return err
 	}
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
+	lines := strings.Split(strings.TrimSuffix(l.buf.String(), "\n"), "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimRight(line, " ")
 	}
 	_, err := io.WriteString(out, strings.Join(lines, "\n")+"\n")
 	return err
