@@ -30,15 +30,21 @@ func (f *fakeRefs) ResolveRef(_ context.Context, repo, ref string) (string, erro
 
 func (f *fakeRefs) HeadCommit(context.Context, string) string { return "head" }
 
-func TestBeginScheduledResolvesTheRef(t *testing.T) {
-	const yaml = `name: api
+// builtAtMain is a scenario whose docker target is built from repo at ref
+// main.
+func builtAtMain(repo string) string {
+	return `name: api
 environment:
   provider: docker
   target:
-    build: {repo: /repo, ref: main}
+    build: {repo: ` + repo + `, ref: main}
 ops:
   - {name: get, weight: 1, request: {method: GET, path: /}}
 `
+}
+
+func TestBeginScheduledResolvesTheRef(t *testing.T) {
+	yaml := builtAtMain("/repo")
 	st := &activitiestest.Store{}
 	refs := &fakeRefs{commit: "c1"}
 	a := &activities.Activities{Store: st, Refs: refs}
@@ -64,14 +70,7 @@ ops:
 }
 
 func TestBeginScheduledBadRefIsNotRetried(t *testing.T) {
-	const yaml = `name: api
-environment:
-  provider: docker
-  target:
-    build: {repo: /elsewhere, ref: main}
-ops:
-  - {name: get, weight: 1, request: {method: GET, path: /}}
-`
+	yaml := builtAtMain("/elsewhere")
 	a := &activities.Activities{Store: &activitiestest.Store{}, Refs: &fakeRefs{}}
 	env := newEnv(a)
 	_, err := env.ExecuteActivity(a.BeginScheduled,
