@@ -72,14 +72,21 @@ func (s *Summary) AddCounts(w Window) {
 	s.Dropped += w.Dropped
 	s.Skipped += w.Skipped
 	s.ConnectFailures += w.ConnectFailures
-	for name, o := range w.Ops {
-		if s.Ops == nil {
-			s.Ops = map[string]OpStats{}
+	s.Ops = addOpCounts(s.Ops, w.Ops)
+}
+
+// addOpCounts adds the counts of ops to sums op by op (OpStats.AddCounts)
+// and returns sums, made when it is nil and there is an op to add.
+func addOpCounts(sums, ops map[string]OpStats) map[string]OpStats {
+	for name, o := range ops {
+		if sums == nil {
+			sums = map[string]OpStats{}
 		}
-		acc := s.Ops[name]
+		acc := sums[name]
 		acc.AddCounts(o)
-		s.Ops[name] = acc
+		sums[name] = acc
 	}
+	return sums
 }
 
 // merge is Merge, also returning the merged histograms.
