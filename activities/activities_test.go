@@ -29,6 +29,21 @@ ops:
     request: {method: GET, path: /items}
 `
 
+// execute runs activity fn with args in env and decodes its result as a
+// T; an error from either ends the test.
+func execute[T any](t *testing.T, env *testsuite.TestActivityEnvironment, fn any, args ...any) T {
+	t.Helper()
+	v, err := env.ExecuteActivity(fn, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got T
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func newEnv(a *activities.Activities) *testsuite.TestActivityEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(nil)
@@ -57,14 +72,7 @@ func TestHostQueueName(t *testing.T) {
 func TestHostQueue(t *testing.T) {
 	a := &activities.Activities{HostTaskQueue: "longhaul-host-x"}
 	env := newEnv(a)
-	v, err := env.ExecuteActivity(a.HostQueue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got string
-	if err := v.Get(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := execute[string](t, env, a.HostQueue)
 	if got != "longhaul-host-x" {
 		t.Errorf("HostQueue = %q, want longhaul-host-x", got)
 	}
@@ -101,14 +109,7 @@ func TestProvisionRecordsEnvironment(t *testing.T) {
 	prov := &activitiestest.Provisioner{}
 	a := &activities.Activities{Store: st, Provisioner: prov}
 	env := newEnv(a)
-	v, err := env.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got activities.Environment
-	if err := v.Get(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := execute[activities.Environment](t, env, a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
 	if got.ID != "r1-1" || got.TargetURL != "http://127.0.0.1:8080" {
 		t.Errorf("environment = %+v", got)
 	}
@@ -156,14 +157,7 @@ func TestAnalyzeStoresFindings(t *testing.T) {
 		return []analysis.Finding{{Kind: analysis.KindLeak, Severity: analysis.Critical}, {Kind: analysis.KindMissingEvidence, Severity: analysis.Info}}
 	})}
 	env := newEnv(a)
-	v, err := env.ExecuteActivity(a.Analyze, activities.AnalyzeInput{RunID: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got activities.AnalyzeResult
-	if err := v.Get(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := execute[activities.AnalyzeResult](t, env, a.Analyze, activities.AnalyzeInput{RunID: "r1"})
 	if want := (activities.AnalyzeResult{Findings: 2, Critical: 1, Thresholds: 0}); got != want {
 		t.Errorf("result = %+v, want %+v", got, want)
 	}
@@ -188,14 +182,7 @@ func TestDriveCommitsWindows(t *testing.T) {
 	env := newEnv(a)
 	in := activities.DriveInput{RunID: "r1", Incarnation: 1, FirstIndex: 2, Total: 6,
 		Overrides: activities.Overrides{Duration: 6e9, Window: 1e9}, Env: envDesc}
-	v, err := env.ExecuteActivity(a.Drive, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got activities.DriveResult
-	if err := v.Get(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := execute[activities.DriveResult](t, env, a.Drive, in)
 	if want := (activities.DriveResult{NextIndex: 6, Windows: 4}); got != want {
 		t.Errorf("result = %+v, want %+v", got, want)
 	}
@@ -248,14 +235,7 @@ func TestDriveStopsOnAbortThreshold(t *testing.T) {
 	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv}
 	in := activities.DriveInput{RunID: "r1", Incarnation: 1, Total: 10,
 		Overrides: activities.Overrides{Duration: 10e9, Window: 1e9}, Env: envDesc}
-	v, err := newEnv(a).ExecuteActivity(a.Drive, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got activities.DriveResult
-	if err := v.Get(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := execute[activities.DriveResult](t, newEnv(a), a.Drive, in)
 	want := activities.DriveResult{NextIndex: 5, Windows: 5,
 		StoppedBy: "stopped early: threshold p50_ms max 10 (2 windows in a row) failed with 20 in window 4"}
 	if got != want {
@@ -266,12 +246,7 @@ func TestDriveStopsOnAbortThreshold(t *testing.T) {
 	}
 
 	// Analyze judges both thresholds and stores them with the run.
-	v, err = newEnv(a).ExecuteActivity(a.Analyze, activities.AnalyzeInput{RunID: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ar activities.AnalyzeResult
-	_ = v.Get(&ar)
+	ar := execute[activities.AnalyzeResult](t, newEnv(a), a.Analyze, activities.AnalyzeInput{RunID: "r1"})
 	if ar.Thresholds != 2 || ar.ThresholdsFailed != 1 {
 		t.Errorf("analyze result %+v, want 2 thresholds, 1 failed", ar)
 	}
@@ -301,23 +276,14 @@ func TestDriveAbortCountsAcrossAttempts(t *testing.T) {
 	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv}
 	in := activities.DriveInput{RunID: "r1", Incarnation: 1, FirstIndex: 4, Total: 10,
 		Overrides: activities.Overrides{Duration: 10e9, Window: 1e9}, Env: envDesc}
-	v, err := newEnv(a).ExecuteActivity(a.Drive, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got activities.DriveResult
-	_ = v.Get(&got)
+	got := execute[activities.DriveResult](t, newEnv(a), a.Drive, in)
 	if want := "stopped early: threshold p50_ms max 10 (2 windows in a row) failed with 20 in window 6"; got.StoppedBy != want || got.NextIndex != 7 {
 		t.Errorf("result = %+v, want stopped at window 6 (4 ok, 5 and 6 slow): %q", got, want)
 	}
 
 	in.FirstIndex = 7 // window 7 would be next, but 5 and 6 already failed it
 	calls := drv.CallCount()
-	v, err = newEnv(a).ExecuteActivity(a.Drive, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = v.Get(&got)
+	got = execute[activities.DriveResult](t, newEnv(a), a.Drive, in)
 	if got.StoppedBy == "" || got.NextIndex != 7 || drv.CallCount() != calls {
 		t.Errorf("result = %+v after %d driver calls (want %d): want stopped before driving", got, drv.CallCount(), calls)
 	}

@@ -48,15 +48,8 @@ func (a *Activities) PrepareNotice(ctx context.Context, in NoticeInput) (Notice,
 	}
 	var points []analysis.RunChangePoint
 	if history.Included(run.Status) {
-		h, err := history.Build(ctx, a.Store, in.Schedule, history.Options{})
-		if err != nil {
+		if points, err = a.newestChangePoints(ctx, in.Schedule, run.ID, ""); err != nil {
 			return Notice{}, fmt.Errorf("notice of run %s: %w", in.RunID, err)
-		}
-		series := h.Series()
-		// Only when this run is the newest: a late retry of an old run's
-		// notice must not report the points later runs brought.
-		if n := len(series); n > 0 && series[n-1].ID == run.ID {
-			points = analysis.NewChangePoints(series, h.Metrics, analysis.ChangePointOptions{})
 		}
 	}
 	rs, err := a.Store.Thresholds(ctx, in.RunID)
@@ -101,14 +94,8 @@ func (a *Activities) PrepareCompareNotice(ctx context.Context, in CompareNoticeI
 	}
 	var points []analysis.RunChangePoint
 	if history.Included(c.Status) {
-		h, err := history.Build(ctx, a.Store, in.Schedule, history.Options{})
-		if err != nil {
+		if points, err = a.newestChangePoints(ctx, in.Schedule, c.ID, history.KindCompare); err != nil {
 			return Notice{}, fmt.Errorf("notice of comparison %s: %w", in.ComparisonID, err)
-		}
-		series := h.Series()
-		// Only when this comparison is the newest, as for a run.
-		if n := len(series); h.Kind == history.KindCompare && n > 0 && series[n-1].ID == c.ID {
-			points = analysis.NewChangePoints(series, h.Metrics, analysis.ChangePointOptions{})
 		}
 	}
 	events, worse := notify.CompareEvents(c, points)
@@ -122,6 +109,22 @@ func (a *Activities) PrepareCompareNotice(ctx context.Context, in CompareNoticeI
 		p.HistoryURL = in.UIURL + "/schedules/" + url.PathEscape(in.Schedule)
 	}
 	return Notice{Payload: p}, nil
+}
+
+// newestChangePoints is the change points in schedule's history when id is
+// its newest row (and the history is of kind, when kind is set), else none:
+// a late retry of an old row's notice must not report the points later
+// rows brought.
+func (a *Activities) newestChangePoints(ctx context.Context, schedule, id, kind string) ([]analysis.RunChangePoint, error) {
+	h, err := history.Build(ctx, a.Store, schedule, history.Options{})
+	if err != nil {
+		return nil, err
+	}
+	series := h.Series()
+	if n := len(series); (kind == "" || h.Kind == kind) && n > 0 && series[n-1].ID == id {
+		return analysis.NewChangePoints(series, h.Metrics, analysis.ChangePointOptions{}), nil
+	}
+	return nil, nil
 }
 
 // NotifyInput is one notification to deliver.

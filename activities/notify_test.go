@@ -79,14 +79,7 @@ func TestPrepareNoticeReportsANewChangePoint(t *testing.T) {
 		}
 		a := &activities.Activities{Store: st}
 		env := newEnv(a)
-		v, err := env.ExecuteActivity(a.PrepareNotice, activities.NoticeInput{RunID: last, Schedule: "nightly", UIURL: "http://ui"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got activities.Notice
-		if err := v.Get(&got); err != nil {
-			t.Fatal(err)
-		}
+		got := execute[activities.Notice](t, env, a.PrepareNotice, activities.NoticeInput{RunID: last, Schedule: "nightly", UIURL: "http://ui"})
 		p := got.Payload
 		if fmt.Sprint(p.Events) != fmt.Sprint(tt.events) {
 			t.Errorf("%d runs: events %v, want %v (payload %+v)", tt.runs, p.Events, tt.events, p)
@@ -164,14 +157,7 @@ func TestPrepareCompareNotice(t *testing.T) {
 			}
 		}
 		a := &activities.Activities{Store: st}
-		v, err := newEnv(a).ExecuteActivity(a.PrepareCompareNotice, activities.CompareNoticeInput{ComparisonID: last, Schedule: "nightly-ab", UIURL: "http://ui"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got activities.Notice
-		if err := v.Get(&got); err != nil {
-			t.Fatal(err)
-		}
+		got := execute[activities.Notice](t, newEnv(a), a.PrepareCompareNotice, activities.CompareNoticeInput{ComparisonID: last, Schedule: "nightly-ab", UIURL: "http://ui"})
 		p := got.Payload
 		if fmt.Sprint(p.Events) != fmt.Sprint(tt.events) {
 			t.Errorf("%s: events %v, want %v (payload %+v)", tt.name, p.Events, tt.events, p)

@@ -40,16 +40,9 @@ func TestProvisionPublishesInspector(t *testing.T) {
 			prov := &recordingProvisioner{}
 			a := &activities.Activities{Store: st, Provisioner: prov}
 			env := newEnv(a)
-			v, err := env.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := execute[activities.Environment](t, env, a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
 			if !slices.Equal(prov.got.Publish, tt.want) {
 				t.Errorf("publish %v, want %v", prov.got.Publish, tt.want)
-			}
-			var got activities.Environment
-			if err := v.Get(&got); err != nil {
-				t.Fatal(err)
 			}
 			if got.Ports[9229] != 32801 {
 				t.Errorf("environment ports %v: the published port did not travel", got.Ports)

@@ -30,28 +30,27 @@ func (f *fakeRefs) ResolveRef(_ context.Context, repo, ref string) (string, erro
 
 func (f *fakeRefs) HeadCommit(context.Context, string) string { return "head" }
 
-func TestBeginScheduledResolvesTheRef(t *testing.T) {
-	const yaml = `name: api
+// builtAtMain is a scenario whose docker target is built from repo at ref
+// main.
+func builtAtMain(repo string) string {
+	return `name: api
 environment:
   provider: docker
   target:
-    build: {repo: /repo, ref: main}
+    build: {repo: ` + repo + `, ref: main}
 ops:
   - {name: get, weight: 1, request: {method: GET, path: /}}
 `
+}
+
+func TestBeginScheduledResolvesTheRef(t *testing.T) {
+	yaml := builtAtMain("/repo")
 	st := &activitiestest.Store{}
 	refs := &fakeRefs{commit: "c1"}
 	a := &activities.Activities{Store: st, Refs: refs}
 	env := newEnv(a)
 	in := activities.BeginScheduledInput{RunID: "r1", Schedule: "nightly", Name: "api", Scenario: yaml, FailOn: "warning"}
-	v, err := env.ExecuteActivity(a.BeginScheduled, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got activities.BeginScheduledResult
-	if err := v.Get(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := execute[activities.BeginScheduledResult](t, env, a.BeginScheduled, in)
 	if want := (activities.BeginScheduledResult{Ref: "main", Commit: "c1-main", Pin: true}); got != want {
 		t.Errorf("BeginScheduled = %+v, want %+v", got, want)
 	}
@@ -65,24 +64,13 @@ ops:
 	// A retry finds the record: the ref is not resolved again (it may have
 	// moved), the commit recorded is returned.
 	refs.commit = "c2"
-	v, err = env.ExecuteActivity(a.BeginScheduled, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Get(&got); err != nil || got.Commit != "c1-main" || refs.calls != 1 {
-		t.Errorf("retry: %+v, %v, %d resolutions; want c1-main and 1", got, err, refs.calls)
+	if got = execute[activities.BeginScheduledResult](t, env, a.BeginScheduled, in); got.Commit != "c1-main" || refs.calls != 1 {
+		t.Errorf("retry: %+v, %d resolutions; want c1-main and 1", got, refs.calls)
 	}
 }
 
 func TestBeginScheduledBadRefIsNotRetried(t *testing.T) {
-	const yaml = `name: api
-environment:
-  provider: docker
-  target:
-    build: {repo: /elsewhere, ref: main}
-ops:
-  - {name: get, weight: 1, request: {method: GET, path: /}}
-`
+	yaml := builtAtMain("/elsewhere")
 	a := &activities.Activities{Store: &activitiestest.Store{}, Refs: &fakeRefs{}}
 	env := newEnv(a)
 	_, err := env.ExecuteActivity(a.BeginScheduled,
@@ -126,14 +114,7 @@ func TestRecordSkipped(t *testing.T) {
 	end := fireT0.Add(35 * time.Minute)
 	a := &activities.Activities{Store: st, Firings: f, Now: func() time.Time { return end }}
 	env := newEnv(a)
-	v, err := env.ExecuteActivity(a.MarkFirings, activities.MarkFiringsInput{Schedule: "nightly"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mark activities.FiringMark
-	if err := v.Get(&mark); err != nil {
-		t.Fatal(err)
-	}
+	mark := execute[activities.FiringMark](t, env, a.MarkFirings, activities.MarkFiringsInput{Schedule: "nightly"})
 	if !mark.OK || !mark.FiredAt.Equal(fireT0) || mark.SkippedOverlap != 7 {
 		t.Fatalf("mark = %+v, want fired at %v with 7 skipped", mark, fireT0)
 	}
@@ -142,13 +123,8 @@ func TestRecordSkipped(t *testing.T) {
 	f.skipped, f.taken = 10, append(f.taken, activities.TakenFiring{At: fireT0.Add(20 * time.Minute), WorkflowID: "w2"})
 	in := activities.RecordSkippedInput{Schedule: "nightly", RunID: "run-1", Name: "api", Mark: mark}
 	for range 2 { // the second as a retry would
-		v, err = env.ExecuteActivity(a.RecordSkipped, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		if err := v.Get(&n); err != nil || n != 3 {
-			t.Errorf("RecordSkipped = %d, %v; want 3", n, err)
+		if n := execute[int](t, env, a.RecordSkipped, in); n != 3 {
+			t.Errorf("RecordSkipped = %d; want 3", n)
 		}
 	}
 	rs, err := st.ListRuns(context.Background(), store.ListOptions{Schedule: "nightly"})

@@ -412,13 +412,8 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		}
 		b := blame{name: name, rows0: rows0, rows1: rows1, read0: read0, read1: read1, elasticity: el.Slope,
 			seqShare: ratio(seq, all), readRho: readRho, effectRho: effectRho, increase: gain}
-		rowsK := make([]float64, n)
-		for k := range rows {
-			rowsK[k] = rows[k] / 1000
-		}
-		bs := series{x: rowsK, y: effect}.binned(a.opts.MaxPoints)
-		if l, ok := a.theilSen(bs.x, bs.y); ok {
-			b.slope = l.Slope
+		if slope, ok := a.slopePer1kRows(rows, effect); ok {
+			b.slope = slope
 			b.slopeUnit = "req/s per 1k rows"
 			if !throughput {
 				b.slopeUnit = "ms per 1k rows"
@@ -427,6 +422,30 @@ func (a *analyzer) blameTable(inc *incarnation, pos []int, throughput bool) (bla
 		best, found = b, true
 	}
 	return best, found
+}
+
+// tableGrew reports whether rows, a table's row counts window by window,
+// cover MinWindows and grew from the first to the last by MinRowGrowth and
+// by at least MinTableRowIncrease rows; it returns the first and the last.
+func (o CollapseOptions) tableGrew(rows []float64) (rows0, rows1 float64, grew bool) {
+	n := len(rows)
+	if n < o.MinWindows {
+		return 0, 0, false
+	}
+	rows0, rows1 = rows[0], rows[n-1]
+	return rows0, rows1, rows1 >= (1+o.MinRowGrowth)*rows0 && rows1-rows0 >= o.MinTableRowIncrease
+}
+
+// slopePer1kRows is the Theil–Sen slope of y against rows counted in
+// thousands, over the series binned to MaxPoints.
+func (a *analyzer) slopePer1kRows(rows, y []float64) (float64, bool) {
+	rowsK := make([]float64, len(rows))
+	for k := range rows {
+		rowsK[k] = rows[k] / 1000
+	}
+	bs := series{x: rowsK, y: y}.binned(a.opts.MaxPoints)
+	l, ok := a.theilSen(bs.x, bs.y)
+	return l.Slope, ok
 }
 
 // cpuTrend is the target's CPU µs per request over the steady windows.
@@ -508,12 +527,8 @@ func (a *analyzer) blameGrowth(inc *incarnation, pos []int, ops []OpTrend, ev Ev
 			p50 = append(p50, st.LatencyMs.P50)
 			rel = append(rel, v)
 		}
-		n := len(rows)
-		if n < o.MinWindows {
-			continue
-		}
-		rows0, rows1 := rows[0], rows[n-1]
-		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows1-rows0 < o.MinTableRowIncrease {
+		rows0, rows1, grew := o.tableGrew(rows)
+		if !grew {
 			continue
 		}
 		var logs series
@@ -526,13 +541,8 @@ func (a *analyzer) blameGrowth(inc *incarnation, pos []int, ops []OpTrend, ev Ev
 			continue
 		}
 		c := candidate{name: name, rows0: rows0, rows1: rows1, elasticity: el.Slope}
-		rowsK := make([]float64, n)
-		for k := range rows {
-			rowsK[k] = rows[k] / 1000
-		}
-		bs := series{x: rowsK, y: p50}.binned(a.opts.MaxPoints)
-		if l, ok := a.theilSen(bs.x, bs.y); ok {
-			c.slope = l.Slope
+		if slope, ok := a.slopePer1kRows(rows, p50); ok {
+			c.slope = slope
 		}
 		if best == nil || c.rows1-c.rows0 > best.rows1-best.rows0 {
 			best = &c
@@ -607,12 +617,8 @@ func (a *analyzer) tableForCPU(inc *incarnation, pos []int) (grownTable, bool) {
 				rows = append(rows, r.liveRows)
 			}
 		}
-		n := len(rows)
-		if n < o.MinWindows {
-			continue
-		}
-		rows0, rows1 := rows[0], rows[n-1]
-		if !(rows1 >= (1+o.MinRowGrowth)*rows0) || rows1-rows0 < o.MinTableRowIncrease {
+		rows0, rows1, grew := o.tableGrew(rows)
+		if !grew {
 			continue
 		}
 		lb := logs.binned(a.opts.MaxPoints)

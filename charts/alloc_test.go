@@ -1,34 +1,24 @@
 package charts
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // TestRunPageAllocations: a run with a Go target's allocation readings gets
 // the allocations chart, their window-table columns, hover data and CSV
 // columns; a run without them (run-1 of the shared store) gets none of it.
 func TestRunPageAllocations(t *testing.T) {
-	st := openStore(t)
-	f, h := fixture{ID: "run-a", Name: "go-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
-	f.seed(t, st, h)
 	// A Go target's allocation readings, from the second window (the first
-	// has no previous scrape); window 7 is the fixture's lost one.
-	for i := 1; i < f.Windows; i++ {
-		if i == 7 {
-			continue
-		}
-		w := f.window(h, i)
+	// has no previous scrape).
+	u := probedRunUI(t, fixture{ID: "run-a", Name: "go-api", Windows: 12, Window: 10 * time.Second}, 1, func(w *window.Window) {
 		w.Probes.AllocBytesPerRequest, w.Probes.GCPer1kRequests, w.Probes.GCCPUShare = ptr(4096.0), ptr(12.5), ptr(0.05)
-		if err := st.PutWindow(context.Background(), w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+	})
 
 	body := u.mustGet("/runs/run-a", "text/html")
 	checkCSPClean(t, "run", body)

@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -213,7 +213,7 @@ func TestBrowser(t *testing.T) {
 	t0 := time.Now()
 	b := newBrowser(t)
 	t.Logf("browser up in %v", time.Since(t0))
-	st := openStore(t)
+	st := storetest.New(t)
 	h := newHistograms(t)
 	fixture{ID: "run-1", Name: evilName, Windows: 120}.seed(t, st, h)
 	seedNotifications(t, st, store.Notification{RunID: "run-1"})

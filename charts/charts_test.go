@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -156,7 +157,7 @@ func TestRunsPage(t *testing.T) {
 }
 
 func TestRunsPagination(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	ctx := context.Background()
 	for i := range runsPageSize + 5 {
 		if err := st.PutRun(ctx, store.Run{ID: "r" + string(rune('A'+i/26)) + string(rune('a'+i%26)), Name: "n", Kind: "soak", Status: store.Completed, CreatedAt: fixtureT0}); err != nil {

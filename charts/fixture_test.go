@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -98,6 +98,35 @@ func (f fixture) window(h *histograms, i int) window.Window {
 
 func ptr[T any](v T) *T { return &v }
 
+// lost is the index of the fixture's lost window (a gap), -1 for a run
+// of 10 windows or fewer, which loses none.
+func (f fixture) lost() int {
+	if f.Windows <= 10 {
+		return -1
+	}
+	return f.Windows * 6 / 10
+}
+
+// probedRunUI serves fixture f over a store of its own, its windows from
+// first on carrying the readings probe adds (the lost window stays a gap).
+func probedRunUI(t *testing.T, f fixture, first int, probe func(*window.Window)) *testUI {
+	t.Helper()
+	st := storetest.New(t)
+	h := newHistograms(t)
+	f.seed(t, st, h)
+	for i := first; i < f.Windows; i++ {
+		if i == f.lost() {
+			continue
+		}
+		w := f.window(h, i)
+		probe(&w)
+		if err := st.PutWindow(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+}
+
 // seed writes the fixture's run, windows and findings into st.
 func (f fixture) seed(t testing.TB, st store.Store, h *histograms) {
 	t.Helper()
@@ -118,16 +147,16 @@ func (f fixture) seed(t testing.TB, st store.Store, h *histograms) {
 	if err := st.PutRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	lost := f.Windows * 6 / 10
 	for i := range f.Windows {
 		w := f.window(h, i)
-		if i == lost && f.Windows > 10 {
+		if i == f.lost() {
 			w = window.Window{RunID: f.ID, Incarnation: 1, Index: i, Start: w.Start, End: w.End, Gap: true}
 		}
 		if err := st.PutWindow(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 	}
+	lost := f.Windows * 6 / 10 // the leak's last window is the one before
 	fs := []analysis.Finding{
 		{Kind: analysis.KindLeak, Severity: analysis.Critical, Incarnation: 1,
 			Summary:  fmt.Sprintf("post-GC heap grew 40.0 MiB → 70.0 MiB over %d windows", lost),
@@ -155,14 +184,4 @@ func seedNotifications(t testing.TB, st store.Store, of store.Notification) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func openStore(t testing.TB) store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "ui.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }

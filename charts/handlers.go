@@ -140,11 +140,7 @@ func parseRunQuery(r *http.Request) (runQuery, error) {
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseRunQuery(r)
-	if err != nil {
-		return err
-	}
-	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false, s.opts.MaxPoints)
+	v, err := s.requestedRun(r)
 	if err != nil {
 		return err
 	}
@@ -154,15 +150,21 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) error {
 
 // runLive is the changing part of a run page, for the page's poll.
 func (s *Server) runLive(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseRunQuery(r)
-	if err != nil {
-		return err
-	}
-	v, err := buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false, s.opts.MaxPoints)
+	v, err := s.requestedRun(r)
 	if err != nil {
 		return err
 	}
 	return render(w, "run-live", v)
+}
+
+// requestedRun is the view of the run that r's path names, as r's query
+// (range, op) asks for it.
+func (s *Server) requestedRun(r *http.Request) (runView, error) {
+	q, err := parseRunQuery(r)
+	if err != nil {
+		return runView{}, err
+	}
+	return buildRun(r.Context(), s.opts.Store, r.PathValue("id"), q, false, s.opts.MaxPoints)
 }
 
 // runState is what the poll compares: status and window count.

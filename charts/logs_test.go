@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // incarnation; each link serves the whole text. A run without kept output
 // shows no such part.
 func TestRunPageLogs(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	ctx := context.Background()
 	f, h := fixture{ID: "run-l", Name: "api", Windows: 4}, newHistograms(t)
 	f.seed(t, st, h)
@@ -82,7 +83,7 @@ func TestRunPageLogs(t *testing.T) {
 // during its window, the window table links each window whose lines were
 // kept to them, and the link serves that window's lines only.
 func TestRunPageWindowLines(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	ctx := context.Background()
 	f, h := fixture{ID: "run-w", Name: "api", Windows: 4}, newHistograms(t)
 	f.seed(t, st, h)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -429,12 +430,7 @@ func findingViews(fs []analysis.Finding) []findingView {
 		if e.Thread != "" {
 			add("busiest thread", e.Thread)
 		}
-		keys := make([]string, 0, len(e.Notes))
-		for k := range e.Notes {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(e.Notes)) {
 			add(analysis.NoteLabel(k), analysis.FormatNote(k, e.Notes[k]))
 		}
 		out = append(out, v)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/pprof/profile"
-
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/profiles/profilestest"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -59,7 +59,7 @@ func seedProfiledComparison(t testing.TB, st store.Store) {
 }
 
 func TestProfilePages(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	seedProfiledComparison(t, st)
 	u := &testUI{t: t, srv: New(Options{Store: st})}
 
@@ -117,7 +117,7 @@ func TestBrowserProfile(t *testing.T) {
 		t.Skip("browser test")
 	}
 	b := newBrowser(t)
-	st := openStore(t)
+	st := storetest.New(t)
 	seedProfiledComparison(t, st)
 	ui, err := Listen(Options{Store: st, Addr: "127.0.0.1:0"})
 	if err != nil {

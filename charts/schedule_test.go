@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -46,7 +47,7 @@ func seedSchedule(t *testing.T, st store.Store) {
 }
 
 func TestSchedulePage(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	seedSchedule(t, st)
 	if err := st.PutRun(context.Background(), store.Run{ID: "by-hand", Name: "api", Kind: "soak", Status: store.Completed, CreatedAt: fixtureT0}); err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ func TestSchedulePage(t *testing.T) {
 }
 
 func TestSchedulesPageWithoutTemporal(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
 	if body := u.mustGet("/schedules", "text/html"); !strings.Contains(body, "no Temporal server") {
 		t.Error("schedules page without a lister does not say why it is empty")
@@ -120,7 +121,7 @@ func TestSchedulesPageWithoutTemporal(t *testing.T) {
 // B/A ratios, a chart of each ratio, the change point of the ratio's step,
 // links to the comparisons, the skipped firing marked.
 func TestSchedulePageCompare(t *testing.T) {
-	st := openStore(t)
+	st := storetest.New(t)
 	ctx := context.Background()
 	for i := range 12 {
 		start := fixtureT0.Add(time.Duration(i) * 24 * time.Hour)

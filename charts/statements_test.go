@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -13,24 +12,13 @@ import (
 // (pg_stat_statements) gets the database round-trips section with its
 // costliest statements; a run without them does not.
 func TestRunPageStatements(t *testing.T) {
-	st := openStore(t)
-	f, h := fixture{ID: "run-s", Name: "pg-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
-	f.seed(t, st, h)
-	for i := range f.Windows {
-		if i == 7 { // the fixture's lost window
-			continue
-		}
-		w := f.window(h, i)
+	u := probedRunUI(t, fixture{ID: "run-s", Name: "pg-api", Windows: 12, Window: 10 * time.Second}, 0, func(w *window.Window) {
 		x := w.Requests
 		w.Probes.Database = &window.Database{RowsReadPerRequest: 20, Transactions: &x, StatementsCounted: true,
 			Statements: 2 * w.Requests, StatementsPerRequest: 2, TopStatements: []window.Statement{
 				{QueryID: 7, Query: "SELECT id, title FROM items WHERE bucket = $1 LIMIT $2", Calls: w.Requests, Rows: 20 * w.Requests},
 				{QueryID: 9, Query: "SELECT user_id FROM sessions WHERE token = $1", Calls: w.Requests, Rows: w.Requests}}}
-		if err := st.PutWindow(context.Background(), w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+	})
 	body := u.mustGet("/runs/run-s", "text/html")
 	checkCSPClean(t, "run", body)
 	for _, want := range []string{"<h2>Database round trips</h2>", "2 statements, 1 transactions, 20 rows read per request (pg_stat_statements, 11 windows",

@@ -1,33 +1,23 @@
 package charts
 
 import (
-	"context"
 	"encoding/csv"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // TestRunPageThreads: a run with the thread probe's readings gets the
 // busiest-thread column in its window table and the readings in its CSV; a
 // run without them gets neither.
 func TestRunPageThreads(t *testing.T) {
-	st := openStore(t)
-	f, h := fixture{ID: "run-t", Name: "node-api", Windows: 12, Window: 10 * time.Second}, newHistograms(t)
-	f.seed(t, st, h)
-	for i := range f.Windows {
-		if i == 7 { // the fixture's lost window
-			continue
-		}
-		w := f.window(h, i)
+	u := probedRunUI(t, fixture{ID: "run-t", Name: "node-api", Windows: 12, Window: 10 * time.Second}, 0, func(w *window.Window) {
 		w.Probes.HottestThread, w.Probes.HottestThreadMain = "node", true
 		w.Probes.HottestThreadCores, w.Probes.HottestThreadBusy = ptr(0.61), ptr(0.99)
-		if err := st.PutWindow(context.Background(), w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u := &testUI{t: t, st: st, srv: New(Options{Store: st, Addr: "127.0.0.1:8099"})}
+	})
 	body := u.mustGet("/runs/run-t", "text/html")
 	checkCSPClean(t, "run", body)
 	for _, want := range []string{">busiest thread</th>", `<td class="r">node 0.99</td>`} {

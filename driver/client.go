@@ -341,15 +341,15 @@ func (h *httpConn) readOne(head, wantBody bool) (int, bool, error) {
 		}
 		name, value := ln[:colon], bytes.TrimSpace(ln[colon+1:])
 		switch {
-		case equalFoldBytes(name, "content-length"):
+		case equalFold(name, "content-length"):
 			n, ok := parseDecimal(value)
 			if !ok || (contentLength >= 0 && n != contentLength) {
 				return 0, false, errMalformed
 			}
 			contentLength = n
-		case equalFoldBytes(name, "transfer-encoding"):
+		case equalFold(name, "transfer-encoding"):
 			chunked = hasTokenFold(value, "chunked")
-		case equalFoldBytes(name, "connection"):
+		case equalFold(name, "connection"):
 			if hasTokenFold(value, "close") {
 				keep = false
 			} else if hasTokenFold(value, "keep-alive") {
@@ -512,19 +512,7 @@ func lower(c byte) byte {
 }
 
 // equalFold compares s with the lower-case ASCII word w, ignoring case.
-func equalFold(s, w string) bool {
-	if len(s) != len(w) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if lower(s[i]) != w[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalFoldBytes(s []byte, w string) bool {
+func equalFold[T string | []byte](s T, w string) bool {
 	if len(s) != len(w) {
 		return false
 	}
@@ -546,7 +534,7 @@ func hasTokenFold(v []byte, token string) bool {
 		} else {
 			item, v = v, nil
 		}
-		if equalFoldBytes(bytes.TrimSpace(item), token) {
+		if equalFold(bytes.TrimSpace(item), token) {
 			return true
 		}
 	}

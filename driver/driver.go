@@ -335,11 +335,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	if err := ep.setProtocol(opts.Protocol, opts.TLS); err != nil {
 		return nil, err
 	}
-	weights := make([]int, len(opts.Plan.Ops))
-	for i, a := range opts.Plan.Ops {
-		weights[i] = a.Weight
-	}
-	pk, err := newPicker(weights)
+	pk, err := opPicker(opts.Plan)
 	if err != nil {
 		return nil, invalidf("scenario %q: %v", opts.Plan.Name, err)
 	}

@@ -3,6 +3,8 @@ package driver
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
 // picker picks an index at random in proportion to integer weights, in
@@ -13,6 +15,15 @@ type picker struct {
 	n      uint64
 	thresh []uint32 // column i keeps i when the low 32 random bits are below thresh[i]
 	alias  []uint32
+}
+
+// opPicker builds a picker over plan's ops by their weights.
+func opPicker(plan *scenarios.Plan) (*picker, error) {
+	weights := make([]int, len(plan.Ops))
+	for i, op := range plan.Ops {
+		weights[i] = op.Weight
+	}
+	return newPicker(weights)
 }
 
 // newPicker builds a picker for weights (all > 0).

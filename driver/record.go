@@ -51,11 +51,7 @@ func Record(ctx context.Context, opts RecordOptions) ([]equivalence.Exchange, er
 	if err := ep.setProtocol(opts.Protocol, opts.TLS); err != nil {
 		return nil, err
 	}
-	weights := make([]int, len(opts.Plan.Ops))
-	for i, a := range opts.Plan.Ops {
-		weights[i] = a.Weight
-	}
-	pk, err := newPicker(weights)
+	pk, err := opPicker(opts.Plan)
 	if err != nil {
 		return nil, invalidf("record: %v", err)
 	}

@@ -200,10 +200,7 @@ func (r *recorder) collect(w *window.Window) error {
 func mergeOpStats(a, b window.OpStats) window.OpStats {
 	ha, errA := window.DecodeHistogram(a.Histogram)
 	hb, errB := window.DecodeHistogram(b.Histogram)
-	a.Requests += b.Requests
-	a.OK += b.OK
-	a.Errors.AddAll(b.Errors)
-	a.Skipped += b.Skipped
+	a.AddCounts(b)
 	if errA == nil && errB == nil {
 		ha.Merge(hb)
 		a.LatencyMs = window.LatencyOf(ha)

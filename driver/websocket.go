@@ -209,7 +209,7 @@ func (v *vu) session(a *scenarios.Action, slot int, due time.Time) window.Class 
 	if err != nil {
 		cl := classify(err)
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			cl = statusClass(resp.StatusCode)
+			cl = window.UnwantedStatus(resp.StatusCode) // a refused upgrade
 		}
 		r.rec.record(v.shard, slot, cl, latency, hasLatency(cl))
 		st.failed.Add(1)
@@ -387,17 +387,6 @@ func closeClass(code int) window.Class {
 		return window.OK
 	case 1006:
 		return window.Reset
-	}
-	return window.Unexpected
-}
-
-// statusClass classifies a refused upgrade by its HTTP status.
-func statusClass(status int) window.Class {
-	switch {
-	case status >= 400 && status < 500:
-		return window.Status4xx
-	case status >= 500 && status < 600:
-		return window.Status5xx
 	}
 	return window.Unexpected
 }

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,10 +14,10 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/history"
+	"github.com/longhaul-dev/longhaul/internal/golden"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // seedCompare stores n nightly comparisons of schedule "nightly-ab": B/A
 // of CPU per request about 1.00 (2 % noise) until comparison step, 1.15
@@ -30,11 +27,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 func seedCompare(t *testing.T, n, step, failed, skipped int) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "longhaul.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.New(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	verdict := func(m string, ratio float64) analysis.Verdict {
 		out := analysis.NoDifference
@@ -193,25 +186,5 @@ func TestCompareText(t *testing.T) {
 	if err := history.WriteText(&out, h); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt", out.Bytes())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./history -run %s -update writes it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n got:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, "compare.txt", out.Bytes())
 }

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/history"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -26,11 +26,7 @@ var night0 = time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 func seed(t *testing.T, n, step, failed int) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "longhaul.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.New(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range n {
 		start := night0.Add(time.Duration(i) * 24 * time.Hour)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -37,7 +38,7 @@ func TestWriteImportText(t *testing.T) {
 	if err := WriteImportText(&b, importResult(), "/data/longhaul.db", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "import.txt.golden", b.Bytes())
+	golden.Check(t, "import.txt.golden", b.Bytes())
 
 	// Nothing optional: the first and last lines only (and the findings').
 	res := importResult()
@@ -57,7 +58,7 @@ func TestWriteImportJSON(t *testing.T) {
 	if err := WriteImportJSON(&b, importResult()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "import.json.golden", b.Bytes())
+	golden.Check(t, "import.json.golden", b.Bytes())
 
 	// No findings is [], not null; empty lists are left out.
 	res := importResult()

@@ -240,9 +240,11 @@ type Sample struct {
 	AllocBytesPerRequest, GCPer1kRequests *float64
 }
 
-// samplesOf turns the windows after warm-up that have requests into samples.
-func samplesOf(ws []window.Window, warmup time.Duration) []Sample {
-	var out []Sample
+// afterWarmup keeps, in order, the windows of ws that are not gaps and do
+// not start within their incarnation's warm-up, which runs from the
+// incarnation's first window that is not a gap.
+func afterWarmup(ws []window.Window, warmup time.Duration) []window.Window {
+	var out []window.Window
 	var inc int
 	var warmEnd time.Time
 	begun := false
@@ -256,6 +258,15 @@ func samplesOf(ws []window.Window, warmup time.Duration) []Sample {
 		if warmup > 0 && w.Start.Before(warmEnd) {
 			continue
 		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// samplesOf turns the windows after warm-up that have requests into samples.
+func samplesOf(ws []window.Window, warmup time.Duration) []Sample {
+	var out []Sample
+	for _, w := range afterWarmup(ws, warmup) {
 		if w.Requests == 0 {
 			continue
 		}
@@ -360,22 +371,7 @@ func RoundSample(ws []window.Window, warmup time.Duration, op string) (Sample, b
 			kept[i] = opWindow(kept[i], op)
 		}
 	}
-	var inc int
-	var warmEnd time.Time
-	begun := false
-	filtered := kept[:0]
-	for _, w := range kept {
-		if w.Gap {
-			continue
-		}
-		if !begun || w.Incarnation != inc {
-			inc, begun, warmEnd = w.Incarnation, true, w.Start.Add(warmup)
-		}
-		if warmup > 0 && w.Start.Before(warmEnd) {
-			continue
-		}
-		filtered = append(filtered, w)
-	}
+	filtered := afterWarmup(kept, warmup)
 	sum, err := window.Merge(filtered)
 	if err != nil {
 		return Sample{}, false, err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -91,7 +92,7 @@ func TestExportGolden(t *testing.T) {
 		{"export.benchstat.golden", FormatBenchstat, warm},
 		{"export-op.benchstat.golden", FormatBenchstat, ExportOptions{Op: "get items", Warmup: warm.Warmup}},
 	} {
-		t.Run(tt.file, func(t *testing.T) { golden(t, tt.file, export(t, ws, tt.f, tt.opts)) })
+		t.Run(tt.file, func(t *testing.T) { golden.Check(t, tt.file, export(t, ws, tt.f, tt.opts)) })
 	}
 }
 

@@ -6,43 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/window"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // k6Out writes lines in k6's documented JSON output format (one object per
 // line: {"type":"Metric",...} declarations and {"type":"Point",...}
@@ -176,7 +150,7 @@ func TestReadK6Fixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "k6-fixture.ndjson.golden", ndjson(t, ws))
+	golden.Check(t, "k6-fixture.ndjson.golden", ndjson(t, ws))
 	if len(ws) != 3 || st.Windows != 3 {
 		t.Fatalf("%d windows (%d in stats), want 3", len(ws), st.Windows)
 	}

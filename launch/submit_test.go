@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/internal/storetest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/workflows"
 )
@@ -27,12 +27,7 @@ func (s *submitter) Submit(_ context.Context, workflowID, workflow string, in an
 
 func testLauncher(t *testing.T, sub *submitter) (Launcher, *bytes.Buffer) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "longhaul.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.New(t)
 	var out bytes.Buffer
 	return Launcher{
 		Store: st, Where: "test.db", Submitter: sub, Temporal: "127.0.0.1:7233",

@@ -35,18 +35,13 @@ func TestSampleThroughNamespace(t *testing.T) {
 	}
 	defer n.Close()
 	var dials atomic.Int64
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		TargetURL: "http://" + addr,
 		Dial:      countingDial(n.DialContext, &dials),
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}, GCHook: &scenarios.GCHook{Every: 2}}},
 		Window:    10 * time.Second,
 		Logger:    slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	for i := range 2 {
 		w := win(i, 100)
 		s.Sample(context.Background(), w)
@@ -68,18 +63,13 @@ func TestInspectorUsesDial(t *testing.T) {
 	nt := startNodeTarget(t, 0)
 	var dials atomic.Int64
 	var d net.Dialer
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		TargetURL: nt.URL,
 		Dial:      countingDial(d.DialContext, &dials),
 		Spec:      scenarios.Probes{Process: new(bool), Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: nt.InspectorPort}}},
 		Window:    4 * time.Second,
 		Logger:    slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	w := &window.Window{Index: 0, End: time.Now(), Requests: 1}
 	s.Sample(context.Background(), w)
 	if w.Probes.HeapBytes == nil || !w.Probes.HeapForcedGC {

@@ -45,13 +45,24 @@ func burnImage(t *testing.T) string {
 	return tag
 }
 
-func TestContainerStats(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds an image and runs a container")
-	}
+// burner is a running container of burnImage's image: each burn makes it
+// spend 0.5 s of CPU and touch 32 MiB.
+type burner struct {
+	id     string
+	stdin  io.Writer
+	stdout *bufio.Reader
+}
+
+// startBurner runs burnImage's image with the extra docker run flags and
+// returns once the engine has named its container; the container is
+// removed when the test ends.
+func startBurner(t *testing.T, dockerRunFlags ...string) burner {
+	t.Helper()
 	tag := burnImage(t)
 	cidFile := filepath.Join(t.TempDir(), "cid")
-	run := exec.Command("docker", "run", "-i", "--rm", "--cidfile", cidFile, "--label", "dev.longhaul.test=probes", tag)
+	args := append([]string{"run", "-i", "--rm"}, dockerRunFlags...)
+	args = append(args, "--cidfile", cidFile, "--label", "dev.longhaul.test=probes", tag)
+	run := exec.Command("docker", args...)
 	stdin, _ := run.StdinPipe()
 	stdout, _ := run.StdoutPipe()
 	if err := run.Start(); err != nil {
@@ -72,7 +83,24 @@ func TestContainerStats(t *testing.T) {
 			t.Fatal("container did not start within 30s")
 		}
 	}
-	cs, err := NewContainerStats(id)
+	return burner{id: id, stdin: stdin, stdout: bufio.NewReader(stdout)}
+}
+
+// burn has the container burn once and returns when it says it is done.
+func (b burner) burn(t *testing.T) {
+	t.Helper()
+	b.stdin.Write([]byte("go\n"))
+	if line, _ := b.stdout.ReadString('\n'); !strings.HasPrefix(line, "done") {
+		t.Fatalf("container said %q, want done", line)
+	}
+}
+
+func TestContainerStats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an image and runs a container")
+	}
+	burn := startBurner(t)
+	cs, err := NewContainerStats(burn.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +114,7 @@ func TestContainerStats(t *testing.T) {
 			t.Fatalf("Read before: %v", err)
 		}
 	}
-	stdin.Write([]byte("go\n"))
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); !strings.HasPrefix(line, "done") {
-		t.Fatalf("container said %q, want done", line)
-	}
+	burn.burn(t)
 	doneAt := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	after, err := cs.ReadNewerThan(rctx, doneAt)
@@ -112,7 +137,7 @@ func TestContainerStats(t *testing.T) {
 	var calls []time.Duration
 	for range 3 {
 		start := time.Now()
-		res, err := cs.cli.ContainerStats(ctx, id, client.ContainerStatsOptions{})
+		res, err := cs.cli.ContainerStats(ctx, burn.id, client.ContainerStatsOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +152,7 @@ func TestContainerStats(t *testing.T) {
 	t.Logf("one-shot stats calls took %v; a Read from the stream %v", calls, time.Since(start))
 
 	// Through a Sampler.
-	s, err := New(Config{ContainerID: id, Window: 4 * time.Second})
+	s, err := New(Config{ContainerID: burn.id, Window: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +164,10 @@ func TestContainerStats(t *testing.T) {
 		t.Errorf("Sample of a container: %+v; problems %v", w.Probes, s.Problems())
 	}
 
-	exec.Command("docker", "rm", "-f", id).Run()
+	exec.Command("docker", "rm", "-f", burn.id).Run()
 	if _, err := cs.Read(ctx); err == nil {
 		t.Error("Read of a removed container succeeded")
-	} else if !strings.Contains(err.Error(), id[:12]) && !errors.Is(err, ErrContainerNotRunning) {
+	} else if !strings.Contains(err.Error(), burn.id[:12]) && !errors.Is(err, ErrContainerNotRunning) {
 		t.Errorf("Read of a removed container: %v, want it to name the container", err)
 	}
 }

@@ -136,13 +136,8 @@ func TestSampleGoCounters(t *testing.T) {
 		fmt.Fprintf(w, "go_gc_heap_live_bytes 1\ngo_memstats_alloc_bytes_total %d\ngo_gc_duration_seconds_count %d\ngo_gc_cpu_seconds_total %g\n", p.alloc, p.gcs, p.gcCPU)
 	}))
 	defer srv.Close()
-	s, err := New(Config{TargetURL: srv.URL, Spec: scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}},
+	s := startSampler(t, Config{TargetURL: srv.URL, Spec: scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}},
 		Window: time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 
 	type want struct {
 		requests   int64

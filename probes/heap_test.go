@@ -10,6 +10,22 @@ import (
 	"time"
 )
 
+// answer serves status and body to a method request for path (400 to any
+// other) until the test ends, and returns that path's URL.
+func answer(t *testing.T, method, path string, status int, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path || r.Method != method {
+			http.Error(w, "wrong request", 400)
+			return
+		}
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + path
+}
+
 func TestMetricScraper(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -26,16 +42,7 @@ func TestMetricScraper(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/metrics" || r.Method != http.MethodGet {
-					http.Error(w, "wrong request", 400)
-					return
-				}
-				w.WriteHeader(tt.status)
-				w.Write([]byte(tt.body))
-			}))
-			defer srv.Close()
-			m := NewMetricScraper(srv.URL+"/metrics", "go_gc_heap_live_bytes")
+			m := NewMetricScraper(answer(t, http.MethodGet, "/metrics", tt.status, tt.body), "go_gc_heap_live_bytes")
 			got, err := m.Read(context.Background())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -70,16 +77,7 @@ func TestGCHookClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/debug/gc" || r.Method != http.MethodPost {
-					http.Error(w, "wrong request", 400)
-					return
-				}
-				w.WriteHeader(tt.status)
-				w.Write([]byte(tt.body))
-			}))
-			defer srv.Close()
-			got, err := NewGCHookClient(srv.URL + "/debug/gc").Collect(context.Background())
+			got, err := NewGCHookClient(answer(t, http.MethodPost, "/debug/gc", tt.status, tt.body)).Collect(context.Background())
 			switch {
 			case tt.wantErr != nil:
 				if !errors.Is(err, tt.wantErr) {

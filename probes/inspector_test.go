@@ -191,15 +191,10 @@ func TestInspectorRefused(t *testing.T) {
 	// heap nil, nothing blocks.
 	port := freePort(t)
 	var logs syncBuffer
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		Spec:   scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: port}}},
 		Logger: newTextLogger(&logs),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	ps := s.Problems()
 	if len(ps) != 1 || ps[0].Probe != ProbeInspector || !strings.Contains(ps[0].Message, "at start") {
 		t.Fatalf("Problems() after Start = %+v, want the inspector refused at start", ps)
@@ -218,17 +213,12 @@ func TestInspectorRefused(t *testing.T) {
 
 func TestSampleInspector(t *testing.T) {
 	nt := startNodeTarget(t, 4096)
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		TargetURL: nt.URL,
 		PID:       nt.cmd.Process.Pid,
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: nt.InspectorPort}}},
 		Window:    4 * time.Second, // a 1 s budget for a forced GC
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	var heaps []int64
 	for i := range 3 {
 		load(t, nt.URL, 300)
@@ -254,17 +244,12 @@ func TestSampleInspector(t *testing.T) {
 func TestSampleNodeOffHeap(t *testing.T) {
 	const perWindow, leak = 400, 8192
 	nt := startNodeTargetEnv(t, fmt.Sprintf("LEAK_BUFFER_BYTES=%d", leak))
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		TargetURL: nt.URL,
 		PID:       nt.cmd.Process.Pid,
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: nt.InspectorPort}}},
 		Window:    4 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	var ws []*window.Window
 	for i := range 4 {
 		load(t, nt.URL, perWindow)

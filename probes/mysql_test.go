@@ -141,12 +141,7 @@ func TestSamplerMySQL(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE items (id INT PRIMARY KEY, v INT)`); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{DatabaseURL: u.String(), DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: u.String(), DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	for i := 0; i < 2; i++ {
 		if _, err := db.Exec(`INSERT INTO items VALUES (?, 1)`, i); err != nil {
 			t.Fatal(err)

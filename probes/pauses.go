@@ -30,11 +30,7 @@ func ParseHistogram(body []byte, name string) (buckets []Bucket, ok bool) {
 	sums := map[float64]float64{}
 	for len(body) > 0 {
 		var line []byte
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			line, body = body, nil
-		}
+		line, body = cutLine(body)
 		line = trimSpace(line)
 		if !bytes.HasPrefix(line, []byte(prefix)) {
 			continue

@@ -95,12 +95,7 @@ func TestSampleGCPauses(t *testing.T) {
 		fmt.Fprintf(w, pausePage, 8*k, 9*k, 10*k, 10*k, 10*k)
 	}))
 	defer srv.Close()
-	s, err := New(Config{TargetURL: srv.URL, Spec: scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}}, Window: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{TargetURL: srv.URL, Spec: scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}}, Window: time.Second})
 	for i := range 3 {
 		w := &window.Window{Index: i, End: time.Now(), Requests: 10}
 		s.Sample(context.Background(), w)

@@ -168,12 +168,7 @@ func testSampleDatabase(t *testing.T, dsn string) {
 	const items, users = 1000, 50
 	load := newPGLoad(t, dsn, items, users)
 
-	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if ps := s.Problems(); len(ps) != 0 {
 		t.Fatalf("Problems() after Start = %v", ps)
 	}
@@ -229,12 +224,7 @@ func testSampleDatabase(t *testing.T, dsn string) {
 
 func testSampleDatabaseConnectionDropped(t *testing.T, dsn string) {
 	load := newPGLoad(t, dsn, 100, 10)
-	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	load.requests(5)
 	// The server drops the probe's connection between two windows.
 	load.exec(fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '%s' AND datname = current_database()`, ApplicationName))
@@ -263,12 +253,7 @@ func findTable(d *window.Database, name string) window.Table {
 func TestSampleDatabaseGone(t *testing.T) {
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/test?sslmode=disable&connect_timeout=1", freePort(t))
 	var logs syncBuffer
-	s, err := New(Config{DatabaseURL: dsn, Spec: scenarios.Probes{Database: &scenarios.DatabaseProbe{Postgres: ptr(true)}}, Logger: newTextLogger(&logs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: dsn, Spec: scenarios.Probes{Database: &scenarios.DatabaseProbe{Postgres: ptr(true)}}, Logger: newTextLogger(&logs)})
 	for i := range 3 {
 		w := &window.Window{Index: i, End: time.Now(), Requests: 10}
 		start := time.Now()
@@ -291,12 +276,7 @@ func TestSampleDatabaseGone(t *testing.T) {
 
 func testSampleDatabaseDelay(t *testing.T, dsn string) {
 	const delay = 300 * time.Millisecond
-	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: delay, MaxSampleTime: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: dsn, DatabaseDelay: delay, MaxSampleTime: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	end := time.Now()
 	w := &window.Window{Index: 0, Start: end.Add(-10 * time.Second), End: end, Requests: 1}
 	s.Sample(context.Background(), w)
@@ -317,12 +297,7 @@ func testSampleDatabaseDelay(t *testing.T, dsn string) {
 func testSampleDatabaseTransactions(t *testing.T, dsn string) {
 	load := newPGLoad(t, dsn, 100, 10)
 	load.requests(1) // the load's statements are prepared: no transactions of their own later
-	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	var total, want int64
 	for i, n := range []int{10, 0, 10, 5} {
 		time.Sleep(1100 * time.Millisecond)
@@ -358,12 +333,7 @@ func TestDatabaseStatements(t *testing.T) {
 	load := newPGLoad(t, dsn, 100, 50)
 	load.exec(`CREATE EXTENSION pg_stat_statements`)
 	load.requests(1) // the load's statements are prepared before the baseline
-	s, err := New(Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
+	s := startSampler(t, Config{DatabaseURL: dsn, DatabaseDelay: -1, MaxSampleTime: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	for i, n := range []int{10, 0, 25} {
 		load.requests(n)
 		w := &window.Window{Index: i, End: time.Now(), Requests: int64(2 * n)}

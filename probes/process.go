@@ -78,28 +78,44 @@ func NewProcessTree(pid int) (*ProcessTree, error) {
 	}, nil
 }
 
-// Read scans /proc once and sums the tree. It returns ErrProcessGone (wrapped)
-// when the root process does not exist.
-func (t *ProcessTree) Read() (ProcessReading, error) {
-	d, err := os.Open(t.procDir)
+// listPIDs lists dir, a /proc; its iterator yields the id and the entry
+// name of each process there.
+func listPIDs(dir string) (iter.Seq2[int, string], error) {
+	d, err := os.Open(dir)
 	if err != nil {
-		return ProcessReading{}, fmt.Errorf("read %s: %w", t.procDir, err)
+		return nil, fmt.Errorf("read %s: %w", dir, err)
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return ProcessReading{}, fmt.Errorf("list %s: %w", t.procDir, err)
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	return func(yield func(int, string) bool) {
+		for _, name := range names {
+			if name == "" || name[0] < '0' || name[0] > '9' {
+				continue
+			}
+			pid, err := strconv.Atoi(name)
+			if err != nil {
+				continue
+			}
+			if !yield(pid, name) {
+				return
+			}
+		}
+	}, nil
+}
+
+// Read scans /proc once and sums the tree. It returns ErrProcessGone (wrapped)
+// when the root process does not exist.
+func (t *ProcessTree) Read() (ProcessReading, error) {
+	pids, err := listPIDs(t.procDir)
+	if err != nil {
+		return ProcessReading{}, err
 	}
 	clear(t.procs)
 	clear(t.member)
-	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
+	for pid := range pids {
 		st, ok := t.readStat(pid)
 		if !ok { // exited during the scan
 			continue

@@ -9,6 +9,14 @@ import (
 	"strconv"
 )
 
+// cutLine returns the first line of body and what follows its newline.
+func cutLine(body []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(body, '\n'); i >= 0 {
+		return body[:i], body[i+1:]
+	}
+	return body, nil
+}
+
 var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 
 // ValidMetricName reports whether name is a valid Prometheus metric name.
@@ -36,11 +44,7 @@ var (
 func ParseMetric(body []byte, name string) (sum float64, series int, err error) {
 	for len(body) > 0 {
 		var line []byte
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			line, body = body, nil
-		}
+		line, body = cutLine(body)
 		line = trimSpace(line)
 		if len(line) <= len(name) || line[0] == '#' {
 			continue

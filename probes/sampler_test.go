@@ -165,6 +165,19 @@ func newFakeTarget(t testing.TB) *fakeTarget {
 	return f
 }
 
+// startSampler makes a Sampler of cfg, starts it, and closes it when the
+// test ends; a config New refuses ends the test.
+func startSampler(t *testing.T, cfg Config) *Sampler {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.Start(context.Background())
+	return s
+}
+
 func win(i int, requests int64) *window.Window {
 	end := time.Now()
 	return &window.Window{Index: i, Start: end.Add(-time.Second), End: end, Requests: requests}
@@ -172,17 +185,12 @@ func win(i int, requests int64) *window.Window {
 
 func TestSampleHeapSources(t *testing.T) {
 	f := newFakeTarget(t)
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		TargetURL: f.URL,
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}, GCHook: &scenarios.GCHook{Every: 3}}},
 		Window:    10 * time.Second,
 		Logger:    slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	type reading struct {
 		heap   int64
 		forced bool
@@ -217,17 +225,12 @@ func TestSampleFailurePolicy(t *testing.T) {
 	f := newFakeTarget(t)
 	f.broken.Store(true)
 	var logs syncBuffer
-	s, err := New(Config{
+	s := startSampler(t, Config{
 		TargetURL: f.URL,
 		Spec:      scenarios.Probes{Heap: &scenarios.Heap{Metric: &scenarios.HeapMetric{}}},
 		Window:    10 * time.Second,
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Start(context.Background())
 	for i := range 5 {
 		w := win(i, 100)
 		s.Sample(context.Background(), w)

@@ -320,25 +320,13 @@ func (t *ThreadCPU) swap() map[procKey]threadTimes {
 
 // scan reads every process's stat: one pass over /proc.
 func (t *ThreadCPU) scan() error {
-	d, err := os.Open(t.proc)
+	pids, err := listPIDs(t.proc)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", t.proc, err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("list %s: %w", t.proc, err)
+		return err
 	}
 	t.procs = t.procs[:0]
 	clear(t.byPID)
-	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
+	for pid, name := range pids {
 		b, ok := t.read(t.proc + "/" + name + "/stat")
 		if !ok {
 			continue // exited during the scan

@@ -1,14 +1,11 @@
 package probes
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -228,30 +225,8 @@ func TestThreadCPUContainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image and runs a container")
 	}
-	tag := burnImage(t)
-	cidFile := filepath.Join(t.TempDir(), "cid")
-	run := exec.Command("docker", "run", "-i", "--rm", "--cpus", "0.5", "--cidfile", cidFile, "--label", "dev.longhaul.test=probes", tag)
-	stdin, _ := run.StdinPipe()
-	stdout, _ := run.StdoutPipe()
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	t.Cleanup(func() {
-		if id != "" {
-			exec.Command("docker", "rm", "-f", id).Run()
-		}
-		run.Process.Kill()
-		run.Wait()
-	})
-	for deadline := time.Now().Add(30 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
-		if b, err := os.ReadFile(cidFile); err == nil && len(b) == 64 {
-			id = string(b)
-		} else if time.Now().After(deadline) {
-			t.Fatal("container did not start within 30s")
-		}
-	}
-	tc := NewThreadCPU(ThreadCPUConfig{ContainerID: id})
+	burn := startBurner(t, "--cpus", "0.5")
+	tc := NewThreadCPU(ThreadCPUConfig{ContainerID: burn.id})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if _, _, err := tc.Sample(); err == nil {
 			break
@@ -259,10 +234,7 @@ func TestThreadCPUContainer(t *testing.T) {
 			t.Fatalf("prime: %v", err)
 		}
 	}
-	stdin.Write([]byte("go\n"))
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); !strings.HasPrefix(line, "done") {
-		t.Fatalf("container said %q, want done", line)
-	}
+	burn.burn(t)
 	r, ok, err := tc.Sample()
 	if !ok || err != nil {
 		t.Fatalf("ok %v, err %v", ok, err)

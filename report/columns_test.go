@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -118,20 +119,8 @@ func TestProbeColumnsGolden(t *testing.T) {
 			ws := probedWindows(t, tt.fill)
 			// Live: columns as they appear.
 			var live bytes.Buffer
-			w := NewText(&live, TextOptions{})
-			var tot Totals
-			for _, win := range ws {
-				if err := w.Window(win); err != nil {
-					t.Fatal(err)
-				}
-				if err := tot.Add(win); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := w.Summary(tot.Summary()); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "columns-"+tt.name+".txt.golden", live.Bytes())
+			writeLive(t, NewText(&live, TextOptions{}), ws)
+			golden.Check(t, "columns-"+tt.name+".txt.golden", live.Bytes())
 			checkWidth(t, live.String())
 
 			// Stored: the run report knows every column up front.
@@ -143,7 +132,7 @@ func TestProbeColumnsGolden(t *testing.T) {
 			if err := WriteRunText(&stored, rep); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "columns-"+tt.name+".run.txt.golden", stored.Bytes())
+			golden.Check(t, "columns-"+tt.name+".run.txt.golden", stored.Bytes())
 			checkWidth(t, stored.String())
 			if n := strings.Count(stored.String(), "elapsed "); n != 1 {
 				t.Errorf("stored report prints the window header %d times, want once", n)

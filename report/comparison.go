@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
@@ -371,21 +370,12 @@ func WriteComparisonsText(out io.Writer, cs []store.Comparison) error {
 		_, err := fmt.Fprintln(out, "no comparisons")
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tA\tB\tPAIRS\tVERDICTS\tCREATED\tREASON")
+	l := newListing("ID\tNAME\tSTATUS\tA\tB\tPAIRS\tVERDICTS\tCREATED\tREASON")
 	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.ID, c.Name, c.Status,
+		l.row("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.ID, c.Name, c.Status,
 			SideLine(c.A), SideLine(c.B), c.Pairs, verdictCounts(c.Verdicts), utc(c.CreatedAt), oneLine(c.Reason))
 	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write comparisons: %w", err)
-	}
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	if _, err := io.WriteString(out, strings.Join(lines, "\n")+"\n"); err != nil {
+	if err := l.writeTo(out); err != nil {
 		return fmt.Errorf("write comparisons: %w", err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/equivalence"
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/store"
 )
 
@@ -59,7 +60,7 @@ func TestComparisonTextGolden(t *testing.T) {
 	if err := WriteComparisonText(&out, fixedComparison(t)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "comparison.txt.golden", out.Bytes())
+	golden.Check(t, "comparison.txt.golden", out.Bytes())
 	s := out.String()
 	for _, want := range []string{"B is worse on cpu_us_per_request", "CPU/request: B won 0/3 pairs",
 		"B spends +15 µs/request more in main.spin (0 → 12 % of the target's CPU)", "→ worse", "equivalence: identical (200 requests)", "disturbed"} {
@@ -184,7 +185,7 @@ func TestComparisonsList(t *testing.T) {
 	if err := WriteComparisonsText(&out, []store.Comparison{running, c}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "comparisons.txt.golden", out.Bytes())
+	golden.Check(t, "comparisons.txt.golden", out.Bytes())
 	out.Reset()
 	if err := WriteComparisonsText(&out, nil); err != nil || out.String() != "no comparisons\n" {
 		t.Errorf("empty list: %q, %v", out.String(), err)

@@ -23,26 +23,8 @@ func TestConnectFailuresShown(t *testing.T) {
 	}
 	ws = append(ws, dead)
 	var text, js bytes.Buffer
-	tw, jw := NewText(&text, TextOptions{}), NewJSON(&js)
-	var tot Totals
-	for _, w := range ws {
-		if err := tw.Window(w); err != nil {
-			t.Fatal(err)
-		}
-		if err := jw.Window(w); err != nil {
-			t.Fatal(err)
-		}
-		if err := tot.Add(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sum := tot.Summary()
-	if err := tw.Summary(sum); err != nil {
-		t.Fatal(err)
-	}
-	if err := jw.Summary(sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := writeLive(t, NewText(&text, TextOptions{}), ws)
+	writeLive(t, NewJSON(&js), ws)
 	var reached int64
 	for _, w := range ws {
 		reached += w.Reached()

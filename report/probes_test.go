@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/window"
 )
 
@@ -87,7 +88,7 @@ func TestAnalysisTextGolden(t *testing.T) {
 	if err := WriteAnalysisText(&out, fixedAnalysis()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "analysis.txt.golden", out.Bytes())
+	golden.Check(t, "analysis.txt.golden", out.Bytes())
 }
 
 func TestAnalysisJSON(t *testing.T) {

@@ -3,9 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,34 +10,11 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/golden"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/thresholds"
 	"github.com/longhaul-dev/longhaul/window"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -97,10 +71,16 @@ func fixedWindows(t testing.TB) []window.Window {
 	}
 }
 
-func TestTextGolden(t *testing.T) {
-	ws := fixedWindows(t)
-	var out bytes.Buffer
-	w := NewText(&out, TextOptions{})
+// liveWriter is how a drive prints as it goes: TextWriter or JSONWriter.
+type liveWriter interface {
+	Window(window.Window) error
+	Summary(window.Summary) error
+}
+
+// writeLive writes ws through w as a drive would, then the summary of
+// their totals, and returns that summary.
+func writeLive(t *testing.T, w liveWriter, ws []window.Window) window.Summary {
+	t.Helper()
 	var tot Totals
 	for _, win := range ws {
 		if err := w.Window(win); err != nil {
@@ -110,10 +90,18 @@ func TestTextGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Summary(tot.Summary()); err != nil {
+	sum := tot.Summary()
+	if err := w.Summary(sum); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "drive.txt.golden", out.Bytes())
+	return sum
+}
+
+func TestTextGolden(t *testing.T) {
+	ws := fixedWindows(t)
+	var out bytes.Buffer
+	writeLive(t, NewText(&out, TextOptions{}), ws)
+	golden.Check(t, "drive.txt.golden", out.Bytes())
 }
 
 func TestJSONGolden(t *testing.T) {
@@ -121,20 +109,8 @@ func TestJSONGolden(t *testing.T) {
 	cpu := 85.5
 	ws[0].Probes.CPUMicrosPerRequest = &cpu // probes appear when present
 	var out bytes.Buffer
-	w := NewJSON(&out)
-	var tot Totals
-	for _, win := range ws {
-		if err := w.Window(win); err != nil {
-			t.Fatal(err)
-		}
-		if err := tot.Add(win); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Summary(tot.Summary()); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "drive.ndjson.golden", out.Bytes())
+	writeLive(t, NewJSON(&out), ws)
+	golden.Check(t, "drive.ndjson.golden", out.Bytes())
 }
 
 // The JSON contract: a window line has exactly the required keys plus only
@@ -285,7 +261,7 @@ func TestRunTextGolden(t *testing.T) {
 	if err := WriteRunText(&out, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run.txt.golden", out.Bytes())
+	golden.Check(t, "run.txt.golden", out.Bytes())
 }
 
 func TestRunJSONGolden(t *testing.T) {
@@ -298,7 +274,7 @@ func TestRunJSONGolden(t *testing.T) {
 	if err := WriteRunJSON(&out, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run.ndjson.golden", out.Bytes())
+	golden.Check(t, "run.ndjson.golden", out.Bytes())
 	// Every line is an object; the types come in order.
 	var types []string
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -342,11 +318,11 @@ func TestRunGatedGolden(t *testing.T) {
 	if err := WriteRunText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run-gated.txt.golden", text.Bytes())
+	golden.Check(t, "run-gated.txt.golden", text.Bytes())
 	if err := WriteRunJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "run-gated.ndjson.golden", js.Bytes())
+	golden.Check(t, "run-gated.ndjson.golden", js.Bytes())
 	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
 	var g struct {
 		Type       string
@@ -408,11 +384,11 @@ func TestRunsGolden(t *testing.T) {
 	if err := WriteRunsText(&text, nil, now); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "runs.txt.golden", text.Bytes())
+	golden.Check(t, "runs.txt.golden", text.Bytes())
 	if err := WriteRunsJSON(&js, runs); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "runs.ndjson.golden", js.Bytes())
+	golden.Check(t, "runs.ndjson.golden", js.Bytes())
 }
 
 func TestFindingsText(t *testing.T) {

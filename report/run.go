@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -307,12 +308,7 @@ func evidence(f analysis.Finding) string {
 	if e.Thread != "" {
 		add("busiest thread %s", e.Thread)
 	}
-	keys := make([]string, 0, len(e.Notes))
-	for k := range e.Notes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(e.Notes)) {
 		add("%s %s", analysis.NoteLabel(k), analysis.FormatNote(k, e.Notes[k]))
 	}
 	return strings.TrimSpace(strings.Join(parts, "; "))
@@ -340,9 +336,7 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		_, err := fmt.Fprintln(out, "no runs")
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATUS\tCREATED\tDURATION\tREASON")
+	l := newListing("ID\tNAME\tKIND\tSTATUS\tCREATED\tDURATION\tREASON")
 	for _, r := range runs {
 		dur := "-"
 		if !r.StartedAt.IsZero() {
@@ -356,20 +350,43 @@ func WriteRunsText(out io.Writer, runs []store.Run, now time.Time) error {
 		if r.Schedule != "" {
 			kind += " (" + r.Schedule + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
+		l.row("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, kind, r.Status, utc(r.CreatedAt), dur, oneLine(r.Reason))
 	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write runs: %w", err)
-	}
-	// tabwriter pads the last cells of short rows; drop the padding.
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	if _, err := io.WriteString(out, strings.Join(lines, "\n")+"\n"); err != nil {
+	if err := l.writeTo(out); err != nil {
 		return fmt.Errorf("write runs: %w", err)
 	}
 	return nil
+}
+
+// listing is the table of a listing command: columns aligned, without the
+// padding tabwriter leaves after the last cells of short rows.
+type listing struct {
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+// newListing starts a listing with its tab-separated header line.
+func newListing(header string) *listing {
+	l := &listing{}
+	l.tw = tabwriter.NewWriter(&l.buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(l.tw, header)
+	return l
+}
+
+// row adds a tab-separated row.
+func (l *listing) row(format string, args ...any) { fmt.Fprintf(l.tw, format, args...) }
+
+// writeTo writes the aligned, trimmed table to out.
+func (l *listing) writeTo(out io.Writer) error {
+	if err := l.tw.Flush(); err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSuffix(l.buf.String(), "\n"), "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimRight(line, " ")
+	}
+	_, err := io.WriteString(out, strings.Join(lines, "\n")+"\n")
+	return err
 }
 
 // WriteRunsJSON prints runs as NDJSON, one run object per line.

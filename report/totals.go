@@ -29,25 +29,11 @@ func (t *Totals) Add(w window.Window) error {
 		t.ops = map[string]*hdrhistogram.Histogram{}
 		t.s.Ops = map[string]window.OpStats{}
 	}
-	s := &t.s
+	t.s.AddCounts(w)
 	if w.Gap {
-		s.Gaps++
 		return nil
 	}
-	s.Windows++
-	if s.Start.IsZero() || w.Start.Before(s.Start) {
-		s.Start = w.Start
-	}
-	if w.End.After(s.End) {
-		s.End = w.End
-	}
 	t.busy += w.Duration()
-	s.Requests += w.Requests
-	s.OK += w.OK
-	s.Errors.AddAll(w.Errors)
-	s.Dropped += w.Dropped
-	s.Skipped += w.Skipped
-	s.ConnectFailures += w.ConnectFailures
 	var firstErr error
 	if h, err := window.DecodeHistogram(w.Histogram); err != nil {
 		firstErr = fmt.Errorf("window %d: %w", w.Index, err)
@@ -55,12 +41,6 @@ func (t *Totals) Add(w window.Window) error {
 		t.all.Merge(h)
 	}
 	for name, o := range w.Ops {
-		acc := s.Ops[name]
-		acc.Requests += o.Requests
-		acc.OK += o.OK
-		acc.Errors.AddAll(o.Errors)
-		acc.Skipped += o.Skipped
-		s.Ops[name] = acc
 		if t.ops[name] == nil {
 			t.ops[name] = window.NewHistogram()
 		}

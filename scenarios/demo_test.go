@@ -22,16 +22,11 @@ func withoutLines(setup []scenarios.Step, ops []scenarios.Op) ([]scenarios.Step,
 	return s, o
 }
 
-// TestDemoScenario: demo.yaml validates, describes the demo target for both
-// providers, and drives exactly parse-mix.yaml's setup and ops (it holds a
-// copy, since a scenario cannot include another).
-func TestDemoScenario(t *testing.T) {
-	for _, tt := range []struct{ file, kind string }{{"demo.yaml", "postgres"}, {"demo-mysql.yaml", "mysql"}, {"demo-mongodb.yaml", "mongodb"}} {
-		t.Run(tt.file, func(t *testing.T) { testDemoScenario(t, tt.file, tt.kind) })
-	}
-}
-
-func testDemoScenario(t *testing.T, file, kind string) {
+// loadMixCopy loads the scenario file, which holds a copy of
+// parse-mix.yaml's setup and ops (a scenario cannot include another), and
+// reports where that copy differs from parse-mix.yaml.
+func loadMixCopy(t *testing.T, file string) *scenarios.Scenario {
+	t.Helper()
 	demo, err := scenarios.LoadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +43,20 @@ func testDemoScenario(t *testing.T, file, kind string) {
 	if !reflect.DeepEqual(gotOps, wantOps) {
 		t.Errorf("%s ops differ from parse-mix.yaml's:\n got %+v\nwant %+v", file, gotOps, wantOps)
 	}
+	return demo
+}
+
+// TestDemoScenario: demo.yaml validates, describes the demo target for both
+// providers, and drives exactly parse-mix.yaml's setup and ops (it holds a
+// copy, since a scenario cannot include another).
+func TestDemoScenario(t *testing.T) {
+	for _, tt := range []struct{ file, kind string }{{"demo.yaml", "postgres"}, {"demo-mysql.yaml", "mysql"}, {"demo-mongodb.yaml", "mongodb"}} {
+		t.Run(tt.file, func(t *testing.T) { testDemoScenario(t, tt.file, tt.kind) })
+	}
+}
+
+func testDemoScenario(t *testing.T, file, kind string) {
+	demo := loadMixCopy(t, file)
 
 	env := demo.Environment
 	if env.Target.Build == nil {
@@ -85,19 +94,7 @@ func testDemoScenario(t *testing.T, file, kind string) {
 // TestDemoHTTPSScenario: demo-https.yaml drives parse-mix.yaml's mix over
 // TLS, with the provisioned certificate handed to the demo target.
 func TestDemoHTTPSScenario(t *testing.T) {
-	demo, err := scenarios.LoadFile("demo-https.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mix, err := scenarios.LoadFile("parse-mix.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotSetup, gotOps := withoutLines(demo.Setup, demo.Ops)
-	wantSetup, wantOps := withoutLines(mix.Setup, mix.Ops)
-	if !reflect.DeepEqual(gotSetup, wantSetup) || !reflect.DeepEqual(gotOps, wantOps) {
-		t.Errorf("demo-https.yaml's setup and ops differ from parse-mix.yaml's")
-	}
+	demo := loadMixCopy(t, "demo-https.yaml")
 	env := demo.Environment
 	checks := []struct {
 		what      string

@@ -93,15 +93,9 @@ func findMember(doc []byte, i int, key string) (int, bool) {
 		if keyEqual(raw, key) {
 			return i, true
 		}
-		end, ok := skipValue(doc, i)
-		if !ok {
+		if i, ok = skipItem(doc, i); !ok {
 			return 0, false
 		}
-		i = skipWS(doc, end)
-		if i >= len(doc) || doc[i] != ',' {
-			return 0, false
-		}
-		i = skipWS(doc, i+1)
 	}
 	return 0, false
 }
@@ -126,17 +120,27 @@ func findElement(doc []byte, i, n int) (int, bool) {
 		if k == n {
 			return i, true
 		}
-		end, ok := skipValue(doc, i)
-		if !ok {
+		var ok bool
+		if i, ok = skipItem(doc, i); !ok {
 			return 0, false
 		}
-		i = skipWS(doc, end)
-		if i >= len(doc) || doc[i] != ',' {
-			return 0, false
-		}
-		i = skipWS(doc, i+1)
 	}
 	return 0, false
+}
+
+// skipItem skips the member value or element at i and the comma after it,
+// returning where the next one starts; false at the object's or array's
+// end, or on malformed JSON.
+func skipItem(doc []byte, i int) (int, bool) {
+	end, ok := skipValue(doc, i)
+	if !ok {
+		return 0, false
+	}
+	i = skipWS(doc, end)
+	if i >= len(doc) || doc[i] != ',' {
+		return 0, false
+	}
+	return skipWS(doc, i+1), true
 }
 
 // eachElement calls fn with the span of every element of the array at

@@ -512,13 +512,7 @@ func (a *Action) WantsBody() bool { return len(a.captures) > 0 }
 // capture). A successful check returns window.OK.
 func (a *Action) Check(vu *VU, status int, body []byte) window.Class {
 	if !a.expect.has(status) {
-		switch {
-		case status >= 400 && status < 500:
-			return window.Status4xx
-		case status >= 500 && status < 600:
-			return window.Status5xx
-		}
-		return window.Unexpected
+		return window.UnwantedStatus(status)
 	}
 	if status < 200 || status > 299 {
 		return window.OK

@@ -193,30 +193,17 @@ func TestSameBuild(t *testing.T) {
 // existed gets its schedule from its JSON document on upgrade, so that
 // ListComparisons finds it by schedule.
 func testUpgradeFromSchema8(t *testing.T, open backend) {
-	dsn := open(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := newComparison("old", t0)
 	old.Schedule = "nightly-ab"
 	hand := newComparison("hand", t0.Add(time.Minute))
-	for _, c := range []store.Comparison{old, hand} {
-		if err := s.PutComparison(ctx, c); err != nil {
-			t.Fatal(err)
+	s, _ := upgradedStore(t, open, func(s store.Store) {
+		for _, c := range []store.Comparison{old, hand} {
+			if err := s.PutComparison(ctx, c); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db := openSQL(t, dsn)
-	for _, q := range []string{`DROP INDEX comparisons_by_schedule`, `ALTER TABLE comparisons DROP COLUMN schedule`, `DELETE FROM schema_migrations WHERE version = 9`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s = openDSN(t, dsn)
+	}, `DROP INDEX comparisons_by_schedule`, `ALTER TABLE comparisons DROP COLUMN schedule`, `DELETE FROM schema_migrations WHERE version = 9`)
 	cs, err := s.ListComparisons(ctx, store.ListOptions{Schedule: "nightly-ab"})
 	if err != nil || len(cs) != 1 || cs[0].ID != "old" || cs[0].Schedule != "nightly-ab" {
 		t.Errorf("comparisons of nightly-ab after the upgrade: %+v (%v), want old", cs, err)

@@ -583,25 +583,10 @@ func testConcurrentWrites(t *testing.T, open backend) {
 // A store at schema version 2 (no runs.scenario_dir) is upgraded on open:
 // its runs read back with an empty ScenarioDir, new runs keep theirs.
 func testUpgradeFromSchema2(t *testing.T, open backend) {
-	dsn := open(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := newRun("old", t0)
-	mustPutRun(t, s, old)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db := openSQL(t, dsn)
-	for _, q := range []string{`ALTER TABLE runs DROP COLUMN scenario_dir`, `DELETE FROM schema_migrations WHERE version = 3`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-
-	s = openDSN(t, dsn)
+	s, dsn := upgradedStore(t, open, func(s store.Store) { mustPutRun(t, s, old) },
+		`ALTER TABLE runs DROP COLUMN scenario_dir`, `DELETE FROM schema_migrations WHERE version = 3`)
 	got, err := s.GetRun(ctx, "old")
 	if err != nil {
 		t.Fatal(err)
@@ -623,24 +608,10 @@ func testUpgradeFromSchema2(t *testing.T, open backend) {
 // testUpgradeFromSchema4: a store written before thresholds existed opens,
 // its runs read back with no fail_on, and thresholds can be stored.
 func testUpgradeFromSchema4(t *testing.T, open backend) {
-	dsn := open(t)
 	ctx := context.Background()
-	s, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := newRun("old", t0)
-	mustPutRun(t, s, old)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db := openSQL(t, dsn)
-	for _, q := range []string{`DROP TABLE thresholds`, `ALTER TABLE runs DROP COLUMN fail_on`, `DELETE FROM schema_migrations WHERE version = 5`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s = openDSN(t, dsn)
+	s, _ := upgradedStore(t, open, func(s store.Store) { mustPutRun(t, s, old) },
+		`DROP TABLE thresholds`, `ALTER TABLE runs DROP COLUMN fail_on`, `DELETE FROM schema_migrations WHERE version = 5`)
 	got, err := s.GetRun(ctx, "old")
 	if err != nil || !reflect.DeepEqual(got, old) {
 		t.Errorf("run written at schema 4:\n got %+v (%v)\nwant %+v", got, err, old)
@@ -648,6 +619,30 @@ func testUpgradeFromSchema4(t *testing.T, open backend) {
 	if err := s.PutThresholds(ctx, "old", []thresholds.Result{{Metric: "rps", OK: true}}); err != nil {
 		t.Errorf("PutThresholds after the upgrade: %v", err)
 	}
+}
+
+// upgradedStore is a store written at an older schema and opened by this
+// version: write fills a fresh store of backend open, the downgrade
+// statements take its schema back to the older version, and opening it
+// again migrates it. The DSN is returned for tests that read the tables.
+func upgradedStore(t *testing.T, open backend, write func(store.Store), downgrade ...string) (store.Store, string) {
+	t.Helper()
+	dsn := open(t)
+	s, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openSQL(t, dsn)
+	for _, q := range downgrade {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return openDSN(t, dsn), dsn
 }
 
 // openSQL opens dsn with database/sql, bypassing the store.

@@ -73,16 +73,8 @@ func Combine(ws []Window) (Window, error) {
 		if err := all.add(w.Histogram); err != nil {
 			return out, fmt.Errorf("combine window %d: %w", w.Index, err)
 		}
+		out.Ops = addOpCounts(out.Ops, w.Ops)
 		for name, o := range w.Ops {
-			if out.Ops == nil {
-				out.Ops = map[string]OpStats{}
-			}
-			acc := out.Ops[name]
-			acc.Requests += o.Requests
-			acc.OK += o.OK
-			acc.Errors.AddAll(o.Errors)
-			acc.Skipped += o.Skipped
-			out.Ops[name] = acc
 			if ops[name] == nil {
 				ops[name] = newCounts()
 			}

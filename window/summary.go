@@ -50,6 +50,45 @@ func Distributions(ws []Window) (all []CurvePoint, ops map[string][]CurvePoint, 
 	return Curve(h), ops, nil
 }
 
+// AddCounts adds w's counts to s: a gap window to Gaps only; any other
+// to Windows, the time span, the request and outcome counts and each op's
+// (OpStats.AddCounts). Latencies and RPS are left to the caller, who merges
+// the histograms and sums the durations.
+func (s *Summary) AddCounts(w Window) {
+	if w.Gap {
+		s.Gaps++
+		return
+	}
+	s.Windows++
+	if s.Start.IsZero() || w.Start.Before(s.Start) {
+		s.Start = w.Start
+	}
+	if w.End.After(s.End) {
+		s.End = w.End
+	}
+	s.Requests += w.Requests
+	s.OK += w.OK
+	s.Errors.AddAll(w.Errors)
+	s.Dropped += w.Dropped
+	s.Skipped += w.Skipped
+	s.ConnectFailures += w.ConnectFailures
+	s.Ops = addOpCounts(s.Ops, w.Ops)
+}
+
+// addOpCounts adds the counts of ops to sums op by op (OpStats.AddCounts)
+// and returns sums, made when it is nil and there is an op to add.
+func addOpCounts(sums, ops map[string]OpStats) map[string]OpStats {
+	for name, o := range ops {
+		if sums == nil {
+			sums = map[string]OpStats{}
+		}
+		acc := sums[name]
+		acc.AddCounts(o)
+		sums[name] = acc
+	}
+	return sums
+}
+
 // merge is Merge, also returning the merged histograms.
 func merge(ws []Window) (Summary, *hdrhistogram.Histogram, map[string]*hdrhistogram.Histogram, error) {
 	s := Summary{Ops: map[string]OpStats{}}
@@ -57,36 +96,17 @@ func merge(ws []Window) (Summary, *hdrhistogram.Histogram, map[string]*hdrhistog
 	ops := map[string]*hdrhistogram.Histogram{}
 	var busy time.Duration
 	for _, w := range ws {
+		s.AddCounts(w)
 		if w.Gap {
-			s.Gaps++
 			continue
 		}
-		s.Windows++
-		if s.Start.IsZero() || w.Start.Before(s.Start) {
-			s.Start = w.Start
-		}
-		if w.End.After(s.End) {
-			s.End = w.End
-		}
 		busy += w.Duration()
-		s.Requests += w.Requests
-		s.OK += w.OK
-		s.Errors.AddAll(w.Errors)
-		s.Dropped += w.Dropped
-		s.Skipped += w.Skipped
-		s.ConnectFailures += w.ConnectFailures
 		h, err := DecodeHistogram(w.Histogram)
 		if err != nil {
 			return s, nil, nil, fmt.Errorf("window %d: %w", w.Index, err)
 		}
 		all.Merge(h)
 		for name, o := range w.Ops {
-			acc := s.Ops[name]
-			acc.Requests += o.Requests
-			acc.OK += o.OK
-			acc.Errors.AddAll(o.Errors)
-			acc.Skipped += o.Skipped
-			s.Ops[name] = acc
 			oh, err := DecodeHistogram(o.Histogram)
 			if err != nil {
 				return s, nil, nil, fmt.Errorf("window %d op %s: %w", w.Index, name, err)

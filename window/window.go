@@ -50,6 +50,18 @@ func (c Class) String() string {
 	return "invalid"
 }
 
+// UnwantedStatus classifies a response whose HTTP status the op did not
+// expect: Status4xx or Status5xx by its hundred, Unexpected otherwise.
+func UnwantedStatus(status int) Class {
+	switch {
+	case status >= 400 && status < 500:
+		return Status4xx
+	case status >= 500 && status < 600:
+		return Status5xx
+	}
+	return Unexpected
+}
+
 // ParseClass is the inverse of Class.String.
 func ParseClass(s string) (Class, bool) {
 	for i, n := range classNames {
@@ -169,6 +181,16 @@ type OpStats struct {
 	LatencyMs Latency `json:"latency_ms"`
 	// Histogram is the op's HDR histogram (microseconds), encoded by EncodeHistogram.
 	Histogram []byte `json:"-"`
+}
+
+// AddCounts adds x's request counts to o: requests, OK, errors and
+// skipped. Latencies and RPS are not counts: they come from the merged
+// histograms and the summed durations.
+func (o *OpStats) AddCounts(x OpStats) {
+	o.Requests += x.Requests
+	o.OK += x.OK
+	o.Errors.AddAll(x.Errors)
+	o.Skipped += x.Skipped
 }
 
 // Window is one fixed-length window of a run. Windows are aligned to the run's

@@ -193,12 +193,7 @@ func (s *Store) SetStatus(_ context.Context, id string, st store.Status, reason 
 		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
 	r.Status, r.Reason = st, reason
-	if st == store.Running && r.StartedAt.IsZero() {
-		r.StartedAt = at
-	}
-	if st.Done() {
-		r.EndedAt = at
-	}
+	stampTimes(st, at, &r.StartedAt, &r.EndedAt)
 	s.runs[id] = r
 	if reason != "" {
 		s.Statuses = append(s.Statuses, string(st)+": "+reason)
@@ -206,6 +201,18 @@ func (s *Store) SetStatus(_ context.Context, id string, st store.Status, reason 
 		s.Statuses = append(s.Statuses, string(st))
 	}
 	return nil
+}
+
+// stampTimes moves a run's or a comparison's times on a change to status
+// st at at, as the SQL store does: the first Running stamps the start, a
+// final status the end.
+func stampTimes(st store.Status, at time.Time, started, ended *time.Time) {
+	if st == store.Running && started.IsZero() {
+		*started = at
+	}
+	if st.Done() {
+		*ended = at
+	}
 }
 
 // PutWindow implements store.Store.
@@ -402,12 +409,7 @@ func (s *Store) SetComparisonStatus(_ context.Context, id string, st store.Statu
 		return fmt.Errorf("comparison %s: %w", id, store.ErrNotFound)
 	}
 	c.Status, c.Reason = st, reason
-	if st == store.Running && c.StartedAt.IsZero() {
-		c.StartedAt = at
-	}
-	if st.Done() {
-		c.EndedAt = at
-	}
+	stampTimes(st, at, &c.StartedAt, &c.EndedAt)
 	s.comps[id] = c
 	return nil
 }
