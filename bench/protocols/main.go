@@ -19,8 +19,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -183,32 +181,14 @@ func runWrk(cfg config, url string, d time.Duration) (result, error) {
 	return result{requests: r.Requests, seconds: r.Seconds, cpu: r.CPUSeconds}, err
 }
 
-// runnerSummary is bench/driver/runner's last line.
-type runnerSummary struct {
-	Requests        int64   `json:"requests"`
-	Errors          int64   `json:"errors"`
-	Seconds         float64 `json:"seconds"`
-	MessagesOut     int64   `json:"messages_out"`
-	Pings           int64   `json:"pings"`
-	PongTimeouts    int64   `json:"pong_timeouts"`
-	SessionsOpenMax int64   `json:"sessions_open_max"`
-	PingP99Ms       float64 `json:"ping_p99_ms"`
-	RSSBytes        int64   `json:"rss_bytes"`
-	Handshakes      int64   `json:"tls_handshakes"`
-}
-
-func runRunner(cfg config, runner, url string, vus int, d time.Duration, args ...string) (runnerSummary, float64, error) {
+func runRunner(cfg config, runner, url string, vus int, d time.Duration, args ...string) (loopbench.RunnerSummary, float64, error) {
 	argv := append([]string{runner, "-target", url, "-vus", strconv.Itoa(vus), "-duration", d.String(), "-window", "1s", "-timeout", "5s"}, args...)
 	out, cpu, err := loopbench.RunPinned(cfg.genCPU, nil, argv...)
 	if err != nil {
-		return runnerSummary{}, 0, err
+		return loopbench.RunnerSummary{}, 0, err
 	}
-	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	var s runnerSummary
-	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil {
-		return s, 0, fmt.Errorf("runner output: %v\n%s", err, out)
-	}
-	return s, cpu, nil
+	s, err := loopbench.ReadRunnerSummary(out)
+	return s, cpu, err
 }
 
 func runLonghaul(cfg config, runner, url string, d time.Duration, args ...string) (result, error) {
@@ -230,7 +210,7 @@ func runLonghaul(cfg config, runner, url string, d time.Duration, args ...string
 }
 
 type holdResult struct {
-	runnerSummary
+	loopbench.RunnerSummary
 	cpu float64
 }
 

@@ -188,14 +188,9 @@ func runLonghaul(cfg config, runner, url string, d time.Duration, env []string) 
 	if err != nil {
 		return measurement{}, err
 	}
-	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	var s struct {
-		Requests int64   `json:"requests"`
-		Errors   int64   `json:"errors"`
-		Seconds  float64 `json:"seconds"`
-	}
-	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil {
-		return measurement{}, fmt.Errorf("cannot read the runner's output: %v\n%s", err, out)
+	s, err := loopbench.ReadRunnerSummary(out)
+	if err != nil {
+		return measurement{}, err
 	}
 	if s.Errors > 0 {
 		return measurement{}, fmt.Errorf("longhaul saw %d errors", s.Errors)

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -103,6 +104,53 @@ func RunPinned(cpu string, env []string, argv ...string) ([]byte, float64, error
 		return nil, 0, errors.New("no rusage")
 	}
 	return out.Bytes(), time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), nil
+}
+
+// RunnerSummary is bench/driver/runner's last output line.
+type RunnerSummary struct {
+	Requests        int64   `json:"requests"`
+	Errors          int64   `json:"errors"`
+	Seconds         float64 `json:"seconds"`
+	RPS             float64 `json:"rps"`
+	UserSeconds     float64 `json:"user_seconds"`
+	SysSeconds      float64 `json:"sys_seconds"`
+	CPUMicrosPerReq float64 `json:"cpu_us_per_request"`
+	RSSBytes        int64   `json:"rss_bytes"`
+	P50Ms           float64 `json:"p50_ms"`
+	P99Ms           float64 `json:"p99_ms"`
+	// WebSocket scenarios: data messages, pings and the most sessions open
+	// at a window's close.
+	MessagesIn      int64   `json:"messages_in,omitempty"`
+	MessagesOut     int64   `json:"messages_out,omitempty"`
+	Pings           int64   `json:"pings,omitempty"`
+	PongTimeouts    int64   `json:"pong_timeouts,omitempty"`
+	SessionsOpenMax int64   `json:"sessions_open_max,omitempty"`
+	PingP99Ms       float64 `json:"ping_p99_ms,omitempty"`
+	// TLS handshakes (https targets).
+	Handshakes int64 `json:"tls_handshakes,omitempty"`
+}
+
+// ReadRunnerSummary reads the summary from the last line of the runner's
+// output.
+func ReadRunnerSummary(out []byte) (RunnerSummary, error) {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	var s RunnerSummary
+	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil {
+		return s, fmt.Errorf("cannot read the runner's output: %v\n%s", err, out)
+	}
+	return s, nil
+}
+
+// RunnerWindow is the line bench/driver/runner prints per window with
+// -windows.
+type RunnerWindow struct {
+	Index     int     `json:"index"`
+	ElapsedS  float64 `json:"elapsed_s"`
+	Requests  int64   `json:"requests"`
+	RPS       float64 `json:"rps"`
+	Errors    int64   `json:"errors"`
+	RSSBytes  int64   `json:"rss_bytes"`
+	HeapBytes uint64  `json:"heap_inuse_bytes"`
 }
 
 // WrkRun is what one run of wrk measured.
