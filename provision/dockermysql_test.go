@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -105,11 +104,5 @@ func TestDockerTargetWithMySQL(t *testing.T) {
 	if err := d.Check(ctx, env); err != nil {
 		t.Errorf("Check: %v", err)
 	}
-	if err := d.Teardown(ctx, env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	assertNoLabelled(t, d, LabelEnv, env.ID)
-	if err := d.Check(ctx, env); !errors.Is(err, ErrGone) {
-		t.Errorf("Check after teardown = %v, want ErrGone", err)
-	}
+	tearDownUnlabelled(t, ctx, d, env)
 }
