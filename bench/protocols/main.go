@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -90,23 +89,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	for _, tool := range []string{"taskset", "wrk", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed (wrk: apt-get install -y wrk): %w", tool, err)
-		}
-	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-	tmp, err := os.MkdirTemp("", "longhaul-protocols-")
+	tmp, err := loopbench.Prepare(logf, "./bench/protocols/target", "./bench/driver/runner")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, pkg := range []string{"./bench/protocols/target", "./bench/driver/runner"} {
-		logf("building %s", pkg)
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, filepath.Base(pkg)), pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
-		}
-	}
 	var steps strings.Builder
 	for range 20 {
 		steps.WriteString("        - send: {text: hello}\n        - expect: {regexp: \"^hello$\"}\n")

@@ -81,24 +81,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	for _, tool := range []string{"taskset", "wrk", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed: %w", tool, err)
-		}
-	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-
-	tmp, err := os.MkdirTemp("", "longhaul-compare-")
+	tmp, err := loopbench.Prepare(logf, "./bench/driver/target", "./bench/driver/runner")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, pkg := range []string{"target", "runner"} {
-		logf("building %s", pkg)
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, pkg), "./bench/driver/"+pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
-		}
-	}
 	if cfg.clients {
 		logf("building clientcmp")
 		if out, err := exec.Command("go", "build", "-C", "bench/driver/clientcmp", "-o", filepath.Join(tmp, "clientcmp"), ".").CombinedOutput(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -86,6 +87,30 @@ func StartTarget(bin, cpu string, args ...string) (string, func(), error) {
 		return "", nil, fmt.Errorf("target said %q", line)
 	}
 	return addr, stop, nil
+}
+
+// Prepare checks that taskset, wrk and go are installed and builds the Go
+// packages pkgs (paths from the repository root, where a benchmark runs)
+// into a new temporary directory, each named by its last element. The
+// caller removes the directory.
+func Prepare(logf func(format string, a ...any), pkgs ...string) (dir string, err error) {
+	for _, tool := range []string{"taskset", "wrk", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%s is needed (wrk: apt-get install -y wrk): %w", tool, err)
+		}
+	}
+	dir, err = os.MkdirTemp("", "longhaul-loopbench-")
+	if err != nil {
+		return "", err
+	}
+	for _, pkg := range pkgs {
+		logf("building %s", pkg)
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(pkg)), pkg).CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
+		}
+	}
+	return dir, nil
 }
 
 // RunPinned runs argv pinned to the CPU list cpu, with env added to this
