@@ -338,15 +338,7 @@ func TestDockerFailuresLeaveNothing(t *testing.T) {
 			run := fmt.Sprintf("fail-%d", i)
 			env, err := d.Provision(ctx, Request{RunID: run, Spec: scenarios.Environment{Target: tt.target(t)}})
 			t.Cleanup(func() { d.Teardown(context.Background(), env) })
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Provision error = %v, want %v", err, tt.wantErr)
-			}
-			t.Logf("the error reads:\n%v", err)
-			for _, m := range tt.wantMsg {
-				if !strings.Contains(err.Error(), m) {
-					t.Errorf("error %q does not contain %q", err, m)
-				}
-			}
+			assertProvisionError(t, err, tt.wantErr, tt.wantMsg)
 			assertNoLabelled(t, d, LabelRun, run)
 		})
 	}

@@ -57,6 +57,21 @@ func assertConnectsAsApp(t *testing.T, ctx context.Context, url, doing string) {
 	}
 }
 
+// assertProvisionError fails unless err is a wantErr whose text contains
+// every one of wantMsg, and logs the text (what the user reads).
+func assertProvisionError(t *testing.T, err, wantErr error, wantMsg []string) {
+	t.Helper()
+	if !errors.Is(err, wantErr) {
+		t.Fatalf("Provision error = %v, want %v", err, wantErr)
+	}
+	t.Logf("the error reads:\n%v", err)
+	for _, m := range wantMsg {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("error %q does not contain %q", err, m)
+		}
+	}
+}
+
 // tearDownGone tears env down with p and asserts that nothing of it is left
 // (assertGone).
 func tearDownGone(t *testing.T, ctx context.Context, p Provisioner, env Environment) {
@@ -270,15 +285,7 @@ func TestLocalFailuresLeaveNothing(t *testing.T) {
 			spec := localSpec(t, nil)
 			tt.mutate(&spec)
 			env, err := l.Provision(ctx, Request{RunID: "fail", Spec: spec})
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Provision error = %v, want %v", err, tt.wantErr)
-			}
-			t.Logf("the error reads:\n%v", err)
-			for _, m := range tt.wantMsg {
-				if !strings.Contains(err.Error(), m) {
-					t.Errorf("error %q does not contain %q", err, m)
-				}
-			}
+			assertProvisionError(t, err, tt.wantErr, tt.wantMsg)
 			assertGone(t, env)
 			if entries, _ := os.ReadDir(filepath.Join(data, "provision")); len(entries) > 0 {
 				t.Errorf("state entries left: %v", entries)
