@@ -106,16 +106,25 @@ func tearDownUnlabelled(t *testing.T, ctx context.Context, d *Docker, env Enviro
 	}
 }
 
+// targetBesideDatabase skips t unless the database image def or its offline
+// stand-in is present (builder names what makes them), then builds the test
+// target's image and returns its tag.
+func targetBesideDatabase(ctx context.Context, t *testing.T, d *Docker, def, offline, builder string) string {
+	t.Helper()
+	if !d.imagePresent(ctx, def) && !d.imagePresent(ctx, offline) {
+		t.Skipf("neither %s nor %s is present and no registry answers here: run %s", def, offline, builder)
+	}
+	img := testTag("target")
+	buildTestImage(t, d, img)
+	return img
+}
+
 func testTag(name string) string { return fmt.Sprintf("longhaul-test/%s:%d", name, os.Getpid()) }
 
 func TestDockerTargetWithPostgres(t *testing.T) {
 	d := dockerForTest(t)
 	ctx := testContext(t, 4*time.Minute)
-	if !d.imagePresent(ctx, DefaultPostgresImage) && !d.imagePresent(ctx, OfflinePostgresImage) {
-		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh", DefaultPostgresImage, OfflinePostgresImage)
-	}
-	img := testTag("target")
-	buildTestImage(t, d, img)
+	img := targetBesideDatabase(ctx, t, d, DefaultPostgresImage, OfflinePostgresImage, "scripts/offline-images.sh")
 	spec := scenarios.Environment{
 		Provider: "docker",
 		Target: scenarios.Target{

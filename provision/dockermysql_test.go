@@ -21,11 +21,7 @@ import (
 func TestDockerTargetWithMySQL(t *testing.T) {
 	d := dockerForTest(t)
 	ctx := testContext(t, 5*time.Minute)
-	if !d.imagePresent(ctx, DefaultMySQLImage) && !d.imagePresent(ctx, OfflineMySQLImage) {
-		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh mariadb", DefaultMySQLImage, OfflineMySQLImage)
-	}
-	img := testTag("target")
-	buildTestImage(t, d, img)
+	img := targetBesideDatabase(ctx, t, d, DefaultMySQLImage, OfflineMySQLImage, "scripts/offline-images.sh mariadb")
 	spec := scenarios.Environment{
 		Provider: "docker",
 		Target: scenarios.Target{
