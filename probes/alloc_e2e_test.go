@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -70,7 +71,7 @@ func TestAllocPerRequestDemoTarget(t *testing.T) {
 // one window in which it serves requests GET /health, and returns its probes.
 func demoAllocWindow(t *testing.T, bin string, alloc, requests int) window.Probes {
 	t.Helper()
-	port := freePort(t)
+	port := freeport.ForTest(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "DEMO_ALLOC_BYTES="+strconv.Itoa(alloc))
 	if err := cmd.Start(); err != nil {

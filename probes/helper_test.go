@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -130,17 +129,6 @@ func startHelperTree(t testing.TB, mode string) (*exec.Cmd, io.WriteCloser, *buf
 		// The reparented grandchild is in the group too and died with it.
 	})
 	return c, in, bufio.NewReader(out)
-}
-
-// freePort returns a loopback TCP port that nothing listens on (now).
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -189,7 +190,7 @@ func TestInspectorClientReconnects(t *testing.T) {
 func TestInspectorRefused(t *testing.T) {
 	// A port nothing listens on: Start reports it once, Sample leaves the
 	// heap nil, nothing blocks.
-	port := freePort(t)
+	port := freeport.ForTest(t)
 	var logs syncBuffer
 	s := startSampler(t, Config{
 		Spec:   scenarios.Probes{Heap: &scenarios.Heap{Inspector: &scenarios.Inspector{Port: port}}},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
@@ -251,7 +252,7 @@ func findTable(d *window.Database, name string) window.Table {
 }
 
 func TestSampleDatabaseGone(t *testing.T) {
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/test?sslmode=disable&connect_timeout=1", freePort(t))
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/test?sslmode=disable&connect_timeout=1", freeport.ForTest(t))
 	var logs syncBuffer
 	s := startSampler(t, Config{DatabaseURL: dsn, Spec: scenarios.Probes{Database: &scenarios.DatabaseProbe{Postgres: ptr(true)}}, Logger: newTextLogger(&logs)})
 	for i := range 3 {

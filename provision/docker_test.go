@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/moby/moby/client"
 
 	"github.com/longhaul-dev/longhaul/scenarios"
@@ -94,16 +93,38 @@ func assertNoLabelled(t *testing.T, d *Docker, label, value string) {
 	}
 }
 
+// tearDownUnlabelled tears env down and asserts that nothing labelled with it
+// is left and that Check then reports it gone.
+func tearDownUnlabelled(t *testing.T, ctx context.Context, d *Docker, env Environment) {
+	t.Helper()
+	if err := d.Teardown(ctx, env); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	assertNoLabelled(t, d, LabelEnv, env.ID)
+	if err := d.Check(ctx, env); !errors.Is(err, ErrGone) {
+		t.Errorf("Check after teardown = %v, want ErrGone", err)
+	}
+}
+
+// targetBesideDatabase skips t unless the database image def or its offline
+// stand-in is present (builder names what makes them), then builds the test
+// target's image and returns its tag.
+func targetBesideDatabase(ctx context.Context, t *testing.T, d *Docker, def, offline, builder string) string {
+	t.Helper()
+	if !d.imagePresent(ctx, def) && !d.imagePresent(ctx, offline) {
+		t.Skipf("neither %s nor %s is present and no registry answers here: run %s", def, offline, builder)
+	}
+	img := testTag("target")
+	buildTestImage(t, d, img)
+	return img
+}
+
 func testTag(name string) string { return fmt.Sprintf("longhaul-test/%s:%d", name, os.Getpid()) }
 
 func TestDockerTargetWithPostgres(t *testing.T) {
 	d := dockerForTest(t)
 	ctx := testContext(t, 4*time.Minute)
-	if !d.imagePresent(ctx, DefaultPostgresImage) && !d.imagePresent(ctx, OfflinePostgresImage) {
-		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh", DefaultPostgresImage, OfflinePostgresImage)
-	}
-	img := testTag("target")
-	buildTestImage(t, d, img)
+	img := targetBesideDatabase(ctx, t, d, DefaultPostgresImage, OfflinePostgresImage, "scripts/offline-images.sh")
 	spec := scenarios.Environment{
 		Provider: "docker",
 		Target: scenarios.Target{
@@ -156,16 +177,7 @@ func TestDockerTargetWithPostgres(t *testing.T) {
 	if !d.imagePresent(ctx, DefaultPostgresImage) && (db.Image != OfflinePostgresImage || len(env.Notes) == 0) {
 		t.Errorf("database image %q, notes %q: want the offline fallback noted", db.Image, env.Notes)
 	}
-	conn, err := pgx.Connect(ctx, db.URL)
-	if err != nil {
-		t.Fatalf("connect from the host: %v", err)
-	}
-	var name, usr string
-	err = conn.QueryRow(ctx, "SELECT current_database(), current_user").Scan(&name, &usr)
-	conn.Close(ctx)
-	if err != nil || name != "shop" || usr != "app" {
-		t.Errorf("connected to %q as %q (%v), want shop as app", name, usr, err)
-	}
+	assertConnectsAsApp(t, ctx, db.URL, "connect from the host")
 
 	// Limits, loopback-only ports and labels, as the engine reports them.
 	for _, id := range []string{env.Target.ContainerID, db.Process.ContainerID} {
@@ -202,13 +214,7 @@ func TestDockerTargetWithPostgres(t *testing.T) {
 		t.Errorf("Check: %v", err)
 	}
 
-	if err := d.Teardown(ctx, env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	assertNoLabelled(t, d, LabelEnv, env.ID)
-	if err := d.Check(ctx, env); !errors.Is(err, ErrGone) {
-		t.Errorf("Check after teardown = %v, want ErrGone", err)
-	}
+	tearDownUnlabelled(t, ctx, d, env)
 	if err := d.Teardown(ctx, env); err != nil {
 		t.Errorf("second Teardown: %v, want nil (idempotent)", err)
 	}
@@ -341,15 +347,7 @@ func TestDockerFailuresLeaveNothing(t *testing.T) {
 			run := fmt.Sprintf("fail-%d", i)
 			env, err := d.Provision(ctx, Request{RunID: run, Spec: scenarios.Environment{Target: tt.target(t)}})
 			t.Cleanup(func() { d.Teardown(context.Background(), env) })
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Provision error = %v, want %v", err, tt.wantErr)
-			}
-			t.Logf("the error reads:\n%v", err)
-			for _, m := range tt.wantMsg {
-				if !strings.Contains(err.Error(), m) {
-					t.Errorf("error %q does not contain %q", err, m)
-				}
-			}
+			assertProvisionError(t, err, tt.wantErr, tt.wantMsg)
 			assertNoLabelled(t, d, LabelRun, run)
 		})
 	}
@@ -424,10 +422,7 @@ func TestAutoFallsBackToLocal(t *testing.T) {
 	if err := p.Check(ctx, env); err != nil {
 		t.Error(err)
 	}
-	if err := p.Teardown(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, p, env)
 }
 
 func TestNoEngineSaysUseLocal(t *testing.T) {

@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +21,7 @@ import (
 func TestDockerTargetWithMySQL(t *testing.T) {
 	d := dockerForTest(t)
 	ctx := testContext(t, 5*time.Minute)
-	if !d.imagePresent(ctx, DefaultMySQLImage) && !d.imagePresent(ctx, OfflineMySQLImage) {
-		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh mariadb", DefaultMySQLImage, OfflineMySQLImage)
-	}
-	img := testTag("target")
-	buildTestImage(t, d, img)
+	img := targetBesideDatabase(ctx, t, d, DefaultMySQLImage, OfflineMySQLImage, "scripts/offline-images.sh mariadb")
 	spec := scenarios.Environment{
 		Provider: "docker",
 		Target: scenarios.Target{
@@ -105,11 +100,5 @@ func TestDockerTargetWithMySQL(t *testing.T) {
 	if err := d.Check(ctx, env); err != nil {
 		t.Errorf("Check: %v", err)
 	}
-	if err := d.Teardown(ctx, env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	assertNoLabelled(t, d, LabelEnv, env.ID)
-	if err := d.Check(ctx, env); !errors.Is(err, ErrGone) {
-		t.Errorf("Check after teardown = %v, want ErrGone", err)
-	}
+	tearDownUnlabelled(t, ctx, d, env)
 }

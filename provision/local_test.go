@@ -41,6 +41,47 @@ func newTestLocal(t *testing.T) (*Local, string) {
 	return l, data
 }
 
+// assertConnectsAsApp connects to the PostgreSQL URL (what fails is said as
+// doing) and asserts that it is database shop as user app.
+func assertConnectsAsApp(t *testing.T, ctx context.Context, url, doing string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("%s: %v", doing, err)
+	}
+	var name, usr string
+	err = conn.QueryRow(ctx, "SELECT current_database(), current_user").Scan(&name, &usr)
+	conn.Close(ctx)
+	if err != nil || name != "shop" || usr != "app" {
+		t.Errorf("connected to %q as %q (%v), want shop as app", name, usr, err)
+	}
+}
+
+// assertProvisionError fails unless err is a wantErr whose text contains
+// every one of wantMsg, and logs the text (what the user reads).
+func assertProvisionError(t *testing.T, err, wantErr error, wantMsg []string) {
+	t.Helper()
+	if !errors.Is(err, wantErr) {
+		t.Fatalf("Provision error = %v, want %v", err, wantErr)
+	}
+	t.Logf("the error reads:\n%v", err)
+	for _, m := range wantMsg {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("error %q does not contain %q", err, m)
+		}
+	}
+}
+
+// tearDownGone tears env down with p and asserts that nothing of it is left
+// (assertGone).
+func tearDownGone(t *testing.T, ctx context.Context, p Provisioner, env Environment) {
+	t.Helper()
+	if err := p.Teardown(ctx, env); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	assertGone(t, env)
+}
+
 // assertGone fails unless no process carries env's markers and its
 // directories are gone.
 func assertGone(t *testing.T, env Environment) {
@@ -114,10 +155,7 @@ func TestLocalTargetUpAndDown(t *testing.T) {
 		t.Errorf("Check: %v", err)
 	}
 
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, l, env)
 	if err := l.Check(ctx, env); !errors.Is(err, ErrGone) {
 		t.Errorf("Check after teardown = %v, want ErrGone", err)
 	}
@@ -153,10 +191,7 @@ func TestLocalBuildIntoEnvDir(t *testing.T) {
 	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", env.Target.PID)); err != nil || exe != filepath.Join(envDir, "api") {
 		t.Errorf("target runs %q (%v), want the build output %s", exe, err, filepath.Join(envDir, "api"))
 	}
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, l, env)
 }
 
 func TestLocalWithPostgres(t *testing.T) {
@@ -180,23 +215,11 @@ func TestLocalWithPostgres(t *testing.T) {
 	if got := get(t, env.TargetURL+"/env/DATABASE_URL"); got != db.URL {
 		t.Errorf("target DATABASE_URL = %q, want %q", got, db.URL)
 	}
-	conn, err := pgx.Connect(ctx, db.URL)
-	if err != nil {
-		t.Fatalf("connect as the app user: %v", err)
-	}
-	var name, usr string
-	err = conn.QueryRow(ctx, "SELECT current_database(), current_user").Scan(&name, &usr)
-	conn.Close(ctx)
-	if err != nil || name != "shop" || usr != "app" {
-		t.Errorf("connected to %q as %q (%v), want shop as app", name, usr, err)
-	}
+	assertConnectsAsApp(t, ctx, db.URL, "connect as the app user")
 	if err := l.Check(ctx, env); err != nil {
 		t.Errorf("Check: %v", err)
 	}
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, l, env)
 }
 
 func TestLocalFailuresLeaveNothing(t *testing.T) {
@@ -262,15 +285,7 @@ func TestLocalFailuresLeaveNothing(t *testing.T) {
 			spec := localSpec(t, nil)
 			tt.mutate(&spec)
 			env, err := l.Provision(ctx, Request{RunID: "fail", Spec: spec})
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Provision error = %v, want %v", err, tt.wantErr)
-			}
-			t.Logf("the error reads:\n%v", err)
-			for _, m := range tt.wantMsg {
-				if !strings.Contains(err.Error(), m) {
-					t.Errorf("error %q does not contain %q", err, m)
-				}
-			}
+			assertProvisionError(t, err, tt.wantErr, tt.wantMsg)
 			assertGone(t, env)
 			if entries, _ := os.ReadDir(filepath.Join(data, "provision")); len(entries) > 0 {
 				t.Errorf("state entries left: %v", entries)
@@ -316,10 +331,7 @@ func TestLocalSurvivesOwnerDeath(t *testing.T) {
 	if got := get(t, env.TargetURL+"/health"); got != "ok\n" {
 		t.Errorf("health = %q", got)
 	}
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, l, env)
 }
 
 // provisionInHelper provisions req in a child process (the "worker"), reads

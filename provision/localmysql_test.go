@@ -61,10 +61,7 @@ func TestLocalWithMariaDB(t *testing.T) {
 	if err := l.Check(ctx, env); err != nil {
 		t.Errorf("Check: %v", err)
 	}
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, l, env)
 }
 
 // TestLocalMariaDBSurvivesOwnerDeath: a worker killed right after it
@@ -92,8 +89,5 @@ func testDatabaseSurvivesOwnerDeath(t *testing.T, kind string) {
 	if err := l.Check(ctx, env); err != nil {
 		t.Fatalf("Check after the owner died: %v", err)
 	}
-	if err := l.Teardown(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	assertGone(t, env)
+	tearDownGone(t, ctx, l, env)
 }

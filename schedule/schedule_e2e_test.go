@@ -19,6 +19,7 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/devserver/devservertest"
 	"github.com/longhaul-dev/longhaul/history"
 	"github.com/longhaul-dev/longhaul/notify"
 	"github.com/longhaul-dev/longhaul/schedule"
@@ -44,16 +45,7 @@ func newRigWith(t *testing.T, prov *activitiestest.Provisioner) *rig {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: filepath.Join(dir, "temporal")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	_, c := devservertest.Start(ctx, t, devserver.Options{DataDir: filepath.Join(dir, "temporal")}, client.Options{})
 	st, err := store.Open(ctx, filepath.Join(dir, "longhaul.db"))
 	if err != nil {
 		t.Fatal(err)

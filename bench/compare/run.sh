@@ -50,18 +50,8 @@ mkdir -p "$traces"
 
 log() { printf '%s compare-bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-lh=${LONGHAUL_BIN:-}
-if [[ -z "$lh" ]]; then
-	log "building longhaul"
-	go build -o "$work/longhaul" ./cmd/longhaul
-	lh="$work/longhaul"
-fi
-demo=${DEMO_BIN:-}
-if [[ -z "$demo" ]]; then
-	log "building the demo target"
-	CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
-	demo="$work/demo-target"
-fi
+# shellcheck source=bench/build.sh
+source bench/build.sh
 sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
 sed "s|longhaul/demo-target:latest|${DEMO_IMAGE:-longhaul/demo-target:latest}|" bench/compare/demo-docker.yaml > "$work/demo-docker.yaml"
 

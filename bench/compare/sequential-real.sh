@@ -32,15 +32,9 @@ mkdir -p "$OUT"
 [[ -n "${KEEP:-}" ]] || trap 'rm -rf "$work"' EXIT
 log() { printf '%s sequential-real: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
-lh=${LONGHAUL_BIN:-}
-if [[ -z "$lh" ]]; then
-	log "building longhaul"
-	go build -o "$work/longhaul" ./cmd/longhaul
-	lh="$work/longhaul"
-fi
-log "building the demo target"
-CGO_ENABLED=0 go build -trimpath -o "$work/demo-target" ./examples/demo-target
-sed "s|DEMO_TARGET_BIN|$work/demo-target|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
+# shellcheck source=bench/build.sh
+source bench/build.sh
+sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) ROUND=$ROUND MAXPAIRS=$MAXPAIRS DISTURBED=$DISTURBED, load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 for exp in $EXPERIMENTS; do

@@ -28,7 +28,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +44,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -119,7 +119,7 @@ func startStack(c config) (*stack, error) {
 	if err := s.pg.Exec("postgres", "CREATE DATABASE longhaul"); err != nil {
 		return s, err
 	}
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return s, err
 	}
@@ -248,15 +248,6 @@ func (s *stack) startPostgres() error {
 	var err error
 	s.pg, err = pgtest.StartCluster(pgtest.ClusterOptions{Durable: true, Dir: filepath.Join(s.c.work, "pg"), Bin: s.c.pgBin})
 	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // --- submitting and waiting

@@ -31,8 +31,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { printf '%s aa-alloc: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# shellcheck source=bench/profiles/build.sh
-source bench/profiles/build.sh
+# shellcheck source=bench/build.sh
+source bench/build.sh
 sed "s|DEMO_TARGET_BIN|$demo|" bench/compare/demo-local.yaml > "$work/demo-local.yaml"
 
 started=$(date -u '+%Y-%m-%d %H:%M')

@@ -27,8 +27,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { printf '%s profiles-cost: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# shellcheck source=bench/profiles/build.sh
-source bench/profiles/build.sh
+# shellcheck source=bench/build.sh
+source bench/build.sh
 
 # off.yaml is bench/compare/demo-local.yaml; on.yaml adds probes.profile.
 sed -e "s|DEMO_TARGET_BIN|$demo|" -e "s|duration: 10s.*|duration: $DURATION|" -e "s|window: 1s|window: $WINDOW|" \

@@ -28,8 +28,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { printf '%s profiles-memory: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# shellcheck source=bench/profiles/build.sh
-source bench/profiles/build.sh
+# shellcheck source=bench/build.sh
+source bench/build.sh
 
 # off.yaml is bench/compare/demo-local.yaml at RATE req/s; on.yaml adds
 # probes.profile.

@@ -19,22 +19,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/bench/internal/loopbench"
 )
 
 func main() {
@@ -93,23 +89,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	for _, tool := range []string{"taskset", "wrk", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed (wrk: apt-get install -y wrk): %w", tool, err)
-		}
-	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-	tmp, err := os.MkdirTemp("", "longhaul-protocols-")
+	tmp, err := loopbench.Prepare(logf, "./bench/protocols/target", "./bench/driver/runner")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, pkg := range []string{"./bench/protocols/target", "./bench/driver/runner"} {
-		logf("building %s", pkg)
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, filepath.Base(pkg)), pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
-		}
-	}
 	var steps strings.Builder
 	for range 20 {
 		steps.WriteString("        - send: {text: hello}\n        - expect: {regexp: \"^hello$\"}\n")
@@ -121,12 +106,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(holdFile, []byte(holdScenario), 0o644); err != nil {
 		return err
 	}
-	plain, stopPlain, err := startTarget(filepath.Join(tmp, "target"), cfg.targetCPU)
+	plain, stopPlain, err := loopbench.StartTarget(filepath.Join(tmp, "target"), cfg.targetCPU)
 	if err != nil {
 		return err
 	}
 	defer stopPlain()
-	secure, stopSecure, err := startTarget(filepath.Join(tmp, "target"), cfg.targetCPU, "-tls")
+	secure, stopSecure, err := loopbench.StartTarget(filepath.Join(tmp, "target"), cfg.targetCPU, "-tls")
 	if err != nil {
 		return err
 	}
@@ -147,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return runLonghaul(cfg, runner, "http://"+plain+"/", d, "-scenario", wsFile)
 		},
 	}
-	loadBefore, started := loadAvg(), time.Now()
+	loadBefore, started := loopbench.LoadAvg(), time.Now()
 	logf("warming up")
 	for _, t := range []string{"wrk http", "longhaul http", "wrk https", "longhaul https"} {
 		if _, err := tools[t](2 * time.Second); err != nil {
@@ -175,92 +160,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("held sessions: %w", err)
 	}
-	report(stdout, cfg, rs, hold, started, loadBefore, loadAvg())
+	report(stdout, cfg, rs, hold, started, loadBefore, loopbench.LoadAvg())
 	return nil
 }
 
-func startTarget(bin, cpu string, args ...string) (string, func(), error) {
-	cmd := exec.Command("taskset", append([]string{"-c", cpu, bin, "-addr", "127.0.0.1:0"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start target: %w", err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !ok {
-		stop()
-		return "", nil, fmt.Errorf("target said %q: %v", line, err)
-	}
-	return addr, stop, nil
-}
-
-// pinned runs argv on the generator CPUs; it returns stdout and the
-// process's CPU seconds (user + system).
-func pinned(cfg config, argv ...string) ([]byte, float64, error) {
-	cmd := exec.Command("taskset", append([]string{"-c", cfg.genCPU}, argv...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, 0, fmt.Errorf("%s: %v: %s", argv[0], err, errb.String())
-	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return nil, 0, errors.New("no rusage")
-	}
-	return out.Bytes(), time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), nil
-}
-
-var wrkRequests = regexp.MustCompile(`(\d+) requests in ([\d.]+)(us|ms|s|m)`)
-
 func runWrk(cfg config, url string, d time.Duration) (result, error) {
-	out, cpu, err := pinned(cfg, "wrk", "-t1", "-c"+strconv.Itoa(cfg.conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s", url)
-	if err != nil {
-		return result{}, err
-	}
-	m := wrkRequests.FindSubmatch(out)
-	if m == nil || bytes.Contains(out, []byte("Non-2xx")) || bytes.Contains(out, []byte("Socket errors")) {
-		return result{}, fmt.Errorf("wrk:\n%s", out)
-	}
-	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	v, _ := strconv.ParseFloat(string(m[2]), 64)
-	unit := map[string]float64{"us": 1e-6, "ms": 1e-3, "s": 1, "m": 60}[string(m[3])]
-	return result{requests: n, seconds: v * unit, cpu: cpu}, nil
+	r, err := loopbench.Wrk(cfg.genCPU, cfg.conns, url, d)
+	return result{requests: r.Requests, seconds: r.Seconds, cpu: r.CPUSeconds}, err
 }
 
-// runnerSummary is bench/driver/runner's last line.
-type runnerSummary struct {
-	Requests        int64   `json:"requests"`
-	Errors          int64   `json:"errors"`
-	Seconds         float64 `json:"seconds"`
-	MessagesOut     int64   `json:"messages_out"`
-	Pings           int64   `json:"pings"`
-	PongTimeouts    int64   `json:"pong_timeouts"`
-	SessionsOpenMax int64   `json:"sessions_open_max"`
-	PingP99Ms       float64 `json:"ping_p99_ms"`
-	RSSBytes        int64   `json:"rss_bytes"`
-	Handshakes      int64   `json:"tls_handshakes"`
-}
-
-func runRunner(cfg config, runner, url string, vus int, d time.Duration, args ...string) (runnerSummary, float64, error) {
+func runRunner(cfg config, runner, url string, vus int, d time.Duration, args ...string) (loopbench.RunnerSummary, float64, error) {
 	argv := append([]string{runner, "-target", url, "-vus", strconv.Itoa(vus), "-duration", d.String(), "-window", "1s", "-timeout", "5s"}, args...)
-	out, cpu, err := pinned(cfg, argv...)
+	out, cpu, err := loopbench.RunPinned(cfg.genCPU, nil, argv...)
 	if err != nil {
-		return runnerSummary{}, 0, err
+		return loopbench.RunnerSummary{}, 0, err
 	}
-	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	var s runnerSummary
-	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil {
-		return s, 0, fmt.Errorf("runner output: %v\n%s", err, out)
-	}
-	return s, cpu, nil
+	s, err := loopbench.ReadRunnerSummary(out)
+	return s, cpu, err
 }
 
 func runLonghaul(cfg config, runner, url string, d time.Duration, args ...string) (result, error) {
@@ -282,26 +198,13 @@ func runLonghaul(cfg config, runner, url string, d time.Duration, args ...string
 }
 
 type holdResult struct {
-	runnerSummary
+	loopbench.RunnerSummary
 	cpu float64
 }
 
 func runHold(cfg config, runner, url, file string) (holdResult, error) {
 	s, cpu, err := runRunner(cfg, runner, url, cfg.sessions, cfg.hold, "-scenario", file)
 	return holdResult{s, cpu}, err
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 func report(w io.Writer, cfg config, rs []result, hold holdResult, started time.Time, loadBefore, loadAfter string) {
@@ -336,7 +239,7 @@ func report(w io.Writer, cfg config, rs []result, hold holdResult, started time.
 		{"longhaul websocket", "longhaul http", "— (per message round trip)"},
 	} {
 		xs := ratios(c.a, c.b)
-		fmt.Fprintf(w, "| %s / %s: %s | %.2f | %s |\n", c.a, c.b, fmtList(xs), median(xs), c.bar)
+		fmt.Fprintf(w, "| %s / %s: %s | %.2f | %s |\n", c.a, c.b, fmtList(xs), analysis.Median(xs), c.bar)
 	}
 	cores := hold.cpu / hold.Seconds
 	fmt.Fprintf(w, "\nHeld sessions: %d sessions (at most %d open at a window's close) pinged every 1 s for %.0f s: %d pings, %d pong timeouts, ping p99 %.2f ms; longhaul's CPU %.1f s = **%.3f of a core** (bar ≤ 0.2), RSS %.0f MiB.\n",
@@ -352,16 +255,4 @@ func fmtList(xs []float64) string {
 		fmt.Fprintf(&b, "%.2f", x)
 	}
 	return b.String()
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/schedule"
 )
 
@@ -51,7 +52,7 @@ func TestScheduleCommands(t *testing.T) {
 		t.Skip("starts the embedded Temporal server")
 	}
 	ctx := context.Background()
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: discard})
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeport.ForTest(t), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -64,7 +65,7 @@ func runCompare(t *testing.T, timeout time.Duration, args ...string) compareRun 
 // NDJSON.
 func startCompare(t *testing.T, timeout time.Duration, args ...string) func() compareRun {
 	t.Helper()
-	var out, errOut lockedBuffer
+	var out, errOut lockedbuf.Buffer
 	home := t.TempDir()
 	a := &app{stdout: &out, stderr: &errOut, stdin: strings.NewReader(""),
 		getenv: func(k string) string { return map[string]string{"HOME": home}[k] }, interrupts: make(chan os.Signal)}
@@ -237,13 +238,7 @@ environment:
     image: longhaul/demo-target:latest
     health: /health
     health_timeout: 30s
-ops:
-  - name: list
-    weight: 1
-    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
-probes:
-  process: true
-`)
+`+listItems)
 	data := t.TempDir()
 	r := runCompare(t, 4*time.Minute, file, "--data", data, "--pairs", "1", "--equivalence", "20")
 	if r.code != exitOK || r.obj.Status != store.Completed || !r.obj.SameBuild {
@@ -357,13 +352,7 @@ environment:
     command: ["sh", "-c", "DEMO_CPU_BURN_US=$(cat burn) exec {{.EnvDir}}/demo-target"]
     health: /health
     health_timeout: 30s
-ops:
-  - name: list
-    weight: 1
-    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
-probes:
-  process: true
-`, filepath.Join(repo, "app"), bin))
+`, filepath.Join(repo, "app"), bin)+listItems)
 	data := t.TempDir()
 	r := runCompare(t, 4*time.Minute, file, "--data", data, "--a", "base", "--b", "slow", "--pairs", "3",
 		"--equivalence", "20", "--disturbed-above", "off")

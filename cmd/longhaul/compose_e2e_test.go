@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -108,7 +109,7 @@ func TestComposeStack(t *testing.T) {
 	if err := syscall.Stat("/var/run/docker.sock", &st); err != nil {
 		t.Skipf("no Docker socket at /var/run/docker.sock: %v", err)
 	}
-	pgPort, temporalPort := freeTCPPort(t), freeTCPPort(t)
+	pgPort, temporalPort := freeport.ForTest(t), freeport.ForTest(t)
 	fleet := filepath.Join(t.TempDir(), "worker-b.yml")
 	if err := os.WriteFile(fleet, []byte(secondWorker), 0o644); err != nil {
 		t.Fatal(err)
@@ -121,8 +122,8 @@ func TestComposeStack(t *testing.T) {
 			"DOCKER_GID=" + strconv.Itoa(int(st.Gid)),
 			"LONGHAUL_PG_PORT=" + strconv.Itoa(pgPort),
 			"LONGHAUL_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
-			"LONGHAUL_UI_PORT=" + strconv.Itoa(freeTCPPort(t)),
-			"LONGHAUL_VM_PORT=" + strconv.Itoa(freeTCPPort(t)),
+			"LONGHAUL_UI_PORT=" + strconv.Itoa(freeport.ForTest(t)),
+			"LONGHAUL_VM_PORT=" + strconv.Itoa(freeport.ForTest(t)),
 		},
 	}
 	for _, files := range [][]string{{"docker-compose.yml"}, {"docker-compose.yml", "docker-compose.offline.yml"}, c.files} {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -417,7 +418,7 @@ func TestDriveInterrupt(t *testing.T) {
 		return l.Addr().String()
 	}()
 	sig := make(chan os.Signal, 1)
-	stdout := &lockedBuffer{}
+	stdout := &lockedbuf.Buffer{}
 	var metricsBody string
 	go func() {
 		// After the first window: read the metrics, then interrupt.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/follow"
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -26,13 +27,7 @@ import (
 // and a forced-GC checkpoint every 3.
 func demoScenario(t *testing.T, bin string) string {
 	t.Helper()
-	return writeScenario(t, localYAML("e2e-findings", "{vus: 4, duration: 16s, window: 1s, warmup: 1s, timeout: 5s}", bin, "30s")+`ops:
-  - name: list
-    weight: 1
-    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
-probes:
-  process: true
-  heap:
+	return writeScenario(t, localYAML("e2e-findings", "{vus: 4, duration: 16s, window: 1s, warmup: 1s, timeout: 5s}", bin, "30s")+listItems+`  heap:
     metric: {}
     gc_hook: {every: 3}
 `)
@@ -189,7 +184,7 @@ func TestFindingsInspectorUnreachable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end soak of 6 s")
 	}
-	port := freeTCPPort(t) // free, so nothing answers there
+	port := freeport.ForTest(t) // free, so nothing answers there
 	scen := writeScenario(t, localYAML("e2e-inspector", "{vus: 2, duration: 6s, window: 1s, timeout: 2s}", soakTarget(t), "20s")+getItems+
 		fmt.Sprintf("probes:\n  heap:\n    inspector: {port: %d}\n", port))
 	data := t.TempDir()

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/datadir"
+	"github.com/longhaul-dev/longhaul/internal/freeport"
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -85,16 +87,6 @@ func buildDemoTarget(t *testing.T) string {
 	return bin
 }
 
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // ---- Scenarios.
 
 func writeScenario(t *testing.T, yaml string) string {
@@ -141,6 +133,17 @@ const getItems = `ops:
     request: {method: GET, path: /items}
 `
 
+// listItems is the ops and probes of a scenario of the demo target whose one
+// op lists 20 items of a random bucket, with the process probe (more probes
+// may follow it).
+const listItems = `ops:
+  - name: list
+    weight: 1
+    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
+probes:
+  process: true
+`
+
 // demoCompare skips in -short mode, else builds the demo target and
 // returns its compareScenario and a data directory.
 func demoCompare(t *testing.T) (file, data string) {
@@ -153,24 +156,6 @@ func demoCompare(t *testing.T) (file, data string) {
 
 // ---- longhaul in this process: a command, a run followed to its end.
 
-// lockedBuffer is a bytes.Buffer the command writes to while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // driveRun is one in-process run of the longhaul command.
 type driveRun struct {
 	code           int
@@ -180,16 +165,16 @@ type driveRun struct {
 type runOpts struct {
 	env        map[string]string
 	interrupts chan os.Signal
-	stdout     *lockedBuffer // optional, to watch output while it runs
+	stdout     *lockedbuf.Buffer // optional, to watch output while it runs
 }
 
 func runLonghaul(t *testing.T, o runOpts, args ...string) driveRun {
 	t.Helper()
 	stdout := o.stdout
 	if stdout == nil {
-		stdout = &lockedBuffer{}
+		stdout = &lockedbuf.Buffer{}
 	}
-	var stderr lockedBuffer
+	var stderr lockedbuf.Buffer
 	env := o.env
 	if env == nil {
 		env = map[string]string{"HOME": t.TempDir()}
@@ -219,14 +204,14 @@ func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) 
 
 // soakRun runs `longhaul run` in-process, in the background.
 type soakRun struct {
-	stdout, stderr *lockedBuffer
+	stdout, stderr *lockedbuf.Buffer
 	sig            chan os.Signal
 	code           chan int
 }
 
 func startSoakRun(t *testing.T, args ...string) *soakRun {
 	t.Helper()
-	r := &soakRun{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, sig: make(chan os.Signal, 2), code: make(chan int, 1)}
+	r := &soakRun{stdout: &lockedbuf.Buffer{}, stderr: &lockedbuf.Buffer{}, sig: make(chan os.Signal, 2), code: make(chan int, 1)}
 	home := t.TempDir()
 	a := &app{
 		stdout: r.stdout, stderr: r.stderr, stdin: strings.NewReader(""),
@@ -275,7 +260,7 @@ func (r *soakRun) completed(t *testing.T, st store.Store, runID string) (store.R
 type proc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *lockedbuf.Buffer
 	done chan struct{}
 }
 
@@ -298,7 +283,7 @@ func startProcWith(t *testing.T, o procOptions, args ...string) *proc {
 		t.Fatal(err)
 	}
 	argv := append(append(append([]string(nil), o.prefix...), exe), args...)
-	p := &proc{t: t, cmd: exec.Command(argv[0], argv[1:]...), out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, cmd: exec.Command(argv[0], argv[1:]...), out: &lockedbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), o.env...), "LONGHAUL_TEST_MAIN=1")
 	p.cmd.SysProcAttr = o.attr
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -371,7 +356,7 @@ func (p *proc) kill9() {
 func startDev(t *testing.T, data string, args ...string) (*proc, string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		port := strconv.Itoa(freeTCPPort(t))
+		port := strconv.Itoa(freeport.ForTest(t))
 		dev := startProc(t, append([]string{"dev", "--data", data, "--port", port}, args...)...)
 		if dev.waitForOrExit("temporal dev server at", time.Minute) {
 			return dev, net.JoinHostPort("127.0.0.1", port)

@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/internal/freeport"
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 )
 
 // startVictoriaMetrics runs Debian's victoria-metrics on a free port of
@@ -23,10 +26,10 @@ func startVictoriaMetrics(t *testing.T) string {
 		t.Skip("victoria-metrics is not installed (Debian package victoria-metrics)")
 	}
 	for attempt := 1; ; attempt++ {
-		addr := "127.0.0.1:" + strconv.Itoa(freeTCPPort(t))
+		addr := "127.0.0.1:" + strconv.Itoa(freeport.ForTest(t))
 		cmd := exec.Command(bin, "-storageDataPath="+t.TempDir(), "-httpListenAddr="+addr,
 			"-search.latencyOffset=0s", "-retentionPeriod=1", "-loggerLevel=ERROR")
-		out := &lockedBuffer{}
+		out := &lockedbuf.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {

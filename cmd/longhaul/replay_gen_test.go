@@ -17,6 +17,8 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/devserver/devservertest"
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -171,16 +173,8 @@ func TestGenerateCompareHistories(t *testing.T) {
 // of it; both end with the test.
 func replayClient(ctx context.Context, t *testing.T, quiet *slog.Logger) client.Client {
 	t.Helper()
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), Port: freeTCPPort(t), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	_, c := devservertest.Start(ctx, t, devserver.Options{DataDir: t.TempDir(), Port: freeport.ForTest(t), Logger: quiet},
+		client.Options{Logger: sdklog.NewStructuredLogger(quiet)})
 	return c
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -22,7 +23,7 @@ import (
 // 127.0.0.1 and returns it with the frontend's address; it does not wait.
 func startServerProc(t *testing.T, persistence string) (*proc, string) {
 	t.Helper()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(t)))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.ForTest(t)))
 	return startProc(t, "server", "--persistence", persistence, "--addr", addr), addr
 }
 
@@ -64,7 +65,7 @@ func TestServerOnPostgres(t *testing.T) {
 		}
 	}))
 	defer receiver.Close()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(t)))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.ForTest(t)))
 	s3 := startProc(t, "server", "--persistence", persistence, "--addr", addr, "--store", results, "--push-url", receiver.URL+"/api/v1/import/prometheus")
 	s3.waitFor("temporal server at", 2*time.Minute)
 	select {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/store"
@@ -96,7 +97,7 @@ func checkRequested(t *testing.T, data string) {
 func startDemoTarget(t *testing.T) string {
 	t.Helper()
 	bin := buildDemoTarget(t)
-	port := freeTCPPort(t)
+	port := freeport.ForTest(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "DEMO_SQLITE="+filepath.Join(t.TempDir(), "demo.db"))
 	if err := cmd.Start(); err != nil {

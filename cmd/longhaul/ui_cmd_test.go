@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -69,7 +70,7 @@ func TestReportHTML(t *testing.T) {
 
 func TestUICommand(t *testing.T) {
 	dsn, id := seedStore(t)
-	var out, errOut lockedBuffer
+	var out, errOut lockedbuf.Buffer
 	sig := make(chan os.Signal, 1)
 	a := &app{stdout: &out, stderr: &errOut, stdin: strings.NewReader(""), getenv: func(string) string { return "" }, interrupts: sig}
 	code := make(chan int, 1)

@@ -118,77 +118,48 @@ type config struct {
 
 func configFromEnv(getenv func(string) string) (config, error) {
 	c := config{Port: 8080, IndexBucket: true}
-	if v := getenv("PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 0 || p > 65535 {
-			return c, usageError{fmt.Sprintf("PORT=%q: want a port number 0-65535", v)}
-		}
-		c.Port = p
-	}
 	c.DatabaseURL = getenv("DATABASE_URL")
 	c.SQLitePath = getenv("DEMO_SQLITE")
-	if v := getenv("DEMO_INDEX_BUCKET"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, usageError{fmt.Sprintf("DEMO_INDEX_BUCKET=%q: want true or false", v)}
+	for _, e := range []struct {
+		name string
+		max  int
+		want string
+		to   *int
+	}{
+		{"PORT", 65535, "a port number 0-65535", &c.Port},
+		{"DEMO_LEAK_BYTES", 64 << 20, "a byte count 0-67108864", &c.LeakBytes},
+		{"DEMO_CPU_BURN_US", 1_000_000, "microseconds 0-1000000", &c.CPUBurnUs},
+		{"DEMO_ALLOC_BYTES", 64 << 20, "a byte count 0-67108864", &c.AllocBytes},
+		{"DEMO_RESPONSE_VARIANT", 1, "0 or 1", &c.Variant},
+		{"DEMO_WS_LEAK_BYTES", 64 << 20, "a byte count 0-67108864", &c.WebSocket.LeakBytes},
+	} {
+		if err := envInt(getenv, e.name, e.max, e.want, e.to); err != nil {
+			return c, err
 		}
-		c.IndexBucket = b
 	}
-	if v := getenv("DEMO_LEAK_BYTES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 64<<20 {
-			return c, usageError{fmt.Sprintf("DEMO_LEAK_BYTES=%q: want a byte count 0-67108864", v)}
+	for _, e := range []struct {
+		name string
+		to   *bool
+	}{{"DEMO_INDEX_BUCKET", &c.IndexBucket}, {"DEMO_WS_UNCLOSED", &c.WebSocket.Unclosed}} {
+		if v := getenv(e.name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, usageError{fmt.Sprintf("%s=%q: want true or false", e.name, v)}
+			}
+			*e.to = b
 		}
-		c.LeakBytes = n
 	}
-	if v := getenv("DEMO_CPU_BURN_US"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 1_000_000 {
-			return c, usageError{fmt.Sprintf("DEMO_CPU_BURN_US=%q: want microseconds 0-1000000", v)}
-		}
-		c.CPUBurnUs = n
+	sleepMs := 0
+	if err := envInt(getenv, "DEMO_DB_SLEEP_MS", 10_000, "milliseconds 0-10000", &sleepMs); err != nil {
+		return c, err
 	}
-	if v := getenv("DEMO_ALLOC_BYTES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 64<<20 {
-			return c, usageError{fmt.Sprintf("DEMO_ALLOC_BYTES=%q: want a byte count 0-67108864", v)}
-		}
-		c.AllocBytes = n
+	if sleepMs > 0 && c.DatabaseURL == "" {
+		return c, usageError{"DEMO_DB_SLEEP_MS needs a database server (DATABASE_URL): SQLite has no sleep"}
 	}
-	if v := getenv("DEMO_DB_SLEEP_MS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 10_000 {
-			return c, usageError{fmt.Sprintf("DEMO_DB_SLEEP_MS=%q: want milliseconds 0-10000", v)}
-		}
-		if n > 0 && c.DatabaseURL == "" {
-			return c, usageError{"DEMO_DB_SLEEP_MS needs a database server (DATABASE_URL): SQLite has no sleep"}
-		}
-		if n > 0 && isMongoURL(c.DatabaseURL) {
-			return c, usageError{"DEMO_DB_SLEEP_MS needs PostgreSQL or MySQL: MongoDB has no sleep that holds a connection without CPU"}
-		}
-		c.DBSleep = time.Duration(n) * time.Millisecond
+	if sleepMs > 0 && isMongoURL(c.DatabaseURL) {
+		return c, usageError{"DEMO_DB_SLEEP_MS needs PostgreSQL or MySQL: MongoDB has no sleep that holds a connection without CPU"}
 	}
-	if v := getenv("DEMO_RESPONSE_VARIANT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 1 {
-			return c, usageError{fmt.Sprintf("DEMO_RESPONSE_VARIANT=%q: want 0 or 1", v)}
-		}
-		c.Variant = n
-	}
-	if v := getenv("DEMO_WS_LEAK_BYTES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 64<<20 {
-			return c, usageError{fmt.Sprintf("DEMO_WS_LEAK_BYTES=%q: want a byte count 0-67108864", v)}
-		}
-		c.WebSocket.LeakBytes = n
-	}
-	if v := getenv("DEMO_WS_UNCLOSED"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return c, usageError{fmt.Sprintf("DEMO_WS_UNCLOSED=%q: want true or false", v)}
-		}
-		c.WebSocket.Unclosed = b
-	}
+	c.DBSleep = time.Duration(sleepMs) * time.Millisecond
 	for _, d := range []struct {
 		name string
 		to   *time.Duration
@@ -206,6 +177,21 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		return c, usageError{"DEMO_TLS_CERT and DEMO_TLS_KEY go together: set both (PEM files) or neither"}
 	}
 	return c, nil
+}
+
+// envInt sets *to from the environment variable name when it is set: an
+// integer from 0 to max, else a usageError that says what is wanted.
+func envInt(getenv func(string) string, name string, max int, want string, to *int) error {
+	v := getenv(name)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > max {
+		return usageError{fmt.Sprintf("%s=%q: want %s", name, v, want)}
+	}
+	*to = n
+	return nil
 }
 
 // run serves the API until ctx is done, then shuts down gracefully.

@@ -29,7 +29,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -44,6 +43,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 )
 
 // StartTimeout bounds initdb plus server start-up.
@@ -239,7 +240,7 @@ func start(bin string, opts ClusterOptions) (*Cluster, error) {
 	// The port is picked by binding :0 and closing it; another process could
 	// take it in between, so a failed start is retried on a new port.
 	for attempt := 0; ; attempt++ {
-		c.port, err = freePort()
+		c.port, err = freeport.Loopback()
 		if err != nil {
 			return c, err
 		}
@@ -324,15 +325,6 @@ func (c *Cluster) kill() {
 func (c *Cluster) Stop() {
 	c.kill()
 	_ = os.RemoveAll(c.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // runAs returns the credential to run PostgreSQL with: nil unless we are root.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/devserver"
+	"github.com/longhaul-dev/longhaul/devserver/devservertest"
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/soakworker"
@@ -47,16 +48,8 @@ func newRig(t *testing.T) *rig {
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: filepath.Join(dir, "temporal"), Logger: log, LongPoll: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: discardSDKLog{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	_, c := devservertest.Start(ctx, t, devserver.Options{DataDir: filepath.Join(dir, "temporal"), Logger: log, LongPoll: time.Second},
+		client.Options{Logger: discardSDKLog{}})
 	st, err := store.Open(ctx, filepath.Join(dir, "longhaul.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -326,13 +319,7 @@ func leakNamesRetain(t *testing.T, r *rig, provider string) {
 	if run.Status != store.Completed {
 		t.Fatalf("run %s: %s", run.Status, run.Reason)
 	}
-	var leak *analysis.Finding
-	for i := range fs {
-		t.Logf("finding: %s %s: %s", fs[i].Severity, fs[i].Kind, fs[i].Summary)
-		if fs[i].Kind == analysis.KindLeak && fs[i].Severity != analysis.Info {
-			leak = &fs[i]
-		}
-	}
+	leak := leakFinding(t, fs)
 	if leak == nil {
 		t.Fatal("no leak finding")
 	}
@@ -347,6 +334,20 @@ func leakNamesRetain(t *testing.T, r *rig, provider string) {
 	if !strings.Contains(leak.Summary, retain) {
 		t.Errorf("summary %q does not name %s", leak.Summary, retain)
 	}
+}
+
+// leakFinding logs a soak's findings and returns its last leak finding above
+// info, or nil.
+func leakFinding(t *testing.T, fs []analysis.Finding) *analysis.Finding {
+	t.Helper()
+	var leak *analysis.Finding
+	for i := range fs {
+		t.Logf("finding: %s %s: %s", fs[i].Severity, fs[i].Kind, fs[i].Summary)
+		if fs[i].Kind == analysis.KindLeak && fs[i].Severity != analysis.Info {
+			leak = &fs[i]
+		}
+	}
+	return leak
 }
 
 // TestDemoCompareAllocNamesAllocGarbage: B allocates and drops 4096 bytes
@@ -392,7 +393,7 @@ func TestNodeSoakNamesHotLoopAndLeak(t *testing.T) {
 		t.Skip("node is not installed")
 	}
 	r := newRig(t)
-	port := freePort(t)
+	port := freeport.ForTest(t)
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "examples", "node-target", "server.js")
 	scenario := fmt.Sprintf(`name: node-profiles-e2e
@@ -415,13 +416,7 @@ probes:
 	if run.Status != store.Completed {
 		t.Fatalf("run %s: %s", run.Status, run.Reason)
 	}
-	var leak *analysis.Finding
-	for i := range fs {
-		t.Logf("finding: %s %s: %s", fs[i].Severity, fs[i].Kind, fs[i].Summary)
-		if fs[i].Kind == analysis.KindLeak && fs[i].Severity != analysis.Info {
-			leak = &fs[i]
-		}
-	}
+	leak := leakFinding(t, fs)
 	if leak == nil {
 		t.Error("no leak finding")
 	} else if sites := leak.Evidence.AllocationSites; len(sites) == 0 || sites[0].Function != "retainString" {
@@ -445,17 +440,6 @@ probes:
 	if len(top) == 0 || top[0].Function != "hotLoop" || top[0].FlatUsPerRequest < 250 {
 		t.Errorf("top functions %+v, want hotLoop first with at least a quarter of its planted 1000 µs/request", top)
 	}
-}
-
-// freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestDemoDockerAllocAndLeak: the allocation comparison and the leak soak

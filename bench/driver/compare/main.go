@@ -16,23 +16,22 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/bench/internal/loopbench"
 )
 
 // vegetaModule is installed into the temporary directory, never into the repo.
@@ -82,24 +81,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	for _, tool := range []string{"taskset", "wrk", "go"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed: %w", tool, err)
-		}
-	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
-
-	tmp, err := os.MkdirTemp("", "longhaul-compare-")
+	tmp, err := loopbench.Prepare(logf, "./bench/driver/target", "./bench/driver/runner")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, pkg := range []string{"target", "runner"} {
-		logf("building %s", pkg)
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(tmp, pkg), "./bench/driver/"+pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s (run from the repository root): %v\n%s", pkg, err, out)
-		}
-	}
 	if cfg.clients {
 		logf("building clientcmp")
 		if out, err := exec.Command("go", "build", "-C", "bench/driver/clientcmp", "-o", filepath.Join(tmp, "clientcmp"), ".").CombinedOutput(); err != nil {
@@ -118,13 +105,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	addr, stopTarget, err := startTarget(filepath.Join(tmp, "target"), cfg.targetCPU)
+	addr, stopTarget, err := loopbench.StartTarget(filepath.Join(tmp, "target"), cfg.targetCPU)
 	if err != nil {
 		return err
 	}
 	defer stopTarget()
 	url := "http://" + addr + "/"
-	loadBefore := loadAvg()
+	loadBefore := loopbench.LoadAvg()
 	startedAt := time.Now()
 
 	runner := filepath.Join(tmp, "runner")
@@ -175,89 +162,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 			ms = append(ms, m)
 		}
 	}
-	report(stdout, cfg, ms, startedAt, loadBefore, loadAvg(), append([]string{"wrk", "longhaul"}, extras...))
+	report(stdout, cfg, ms, startedAt, loadBefore, loopbench.LoadAvg(), append([]string{"wrk", "longhaul"}, extras...))
 	return nil
 }
 
-// startTarget runs the target pinned to cpu and returns its address.
-func startTarget(bin, cpu string) (string, func(), error) {
-	cmd := exec.Command("taskset", "-c", cpu, bin, "-addr", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start target: %w", err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("target did not start: %w", err)
-	}
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if !ok {
-		stop()
-		return "", nil, fmt.Errorf("target said %q", line)
-	}
-	return addr, stop, nil
-}
-
-// pinned runs argv on the generator CPU and returns its stdout and the CPU
-// seconds (user + system) of its process.
-func pinned(cfg config, env []string, argv ...string) ([]byte, float64, error) {
-	cmd := exec.Command("taskset", append([]string{"-c", cfg.genCPU}, argv...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, 0, fmt.Errorf("%s: %v: %s", argv[0], err, errb.String())
-	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return nil, 0, errors.New("no rusage")
-	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return out.Bytes(), cpu, nil
-}
-
-var wrkRequests = regexp.MustCompile(`(\d+) requests in ([\d.]+)(us|ms|s|m)`)
-
 func runWrk(cfg config, url string, d time.Duration) (measurement, error) {
-	out, cpu, err := pinned(cfg, nil, "wrk", "-t1", "-c"+strconv.Itoa(cfg.conns), "-d"+seconds(d), url)
-	if err != nil {
-		return measurement{}, err
-	}
-	m := wrkRequests.FindSubmatch(out)
-	if m == nil {
-		return measurement{}, fmt.Errorf("cannot read wrk's output:\n%s", out)
-	}
-	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	v, _ := strconv.ParseFloat(string(m[2]), 64)
-	unit := map[string]float64{"us": 1e-6, "ms": 1e-3, "s": 1, "m": 60}[string(m[3])]
-	if bytes.Contains(out, []byte("Non-2xx")) || bytes.Contains(out, []byte("Socket errors")) {
-		return measurement{}, fmt.Errorf("wrk saw errors:\n%s", out)
-	}
-	return measurement{Requests: n, Seconds: v * unit, CPU: cpu}, nil
+	r, err := loopbench.Wrk(cfg.genCPU, cfg.conns, url, d)
+	return measurement{Requests: r.Requests, Seconds: r.Seconds, CPU: r.CPUSeconds}, err
 }
 
 func runLonghaul(cfg config, runner, url string, d time.Duration, env []string) (measurement, error) {
-	out, cpu, err := pinned(cfg, env, runner, "-target", url, "-vus", strconv.Itoa(cfg.conns), "-duration", d.String(), "-window", "1s")
+	out, cpu, err := loopbench.RunPinned(cfg.genCPU, env, runner, "-target", url, "-vus", strconv.Itoa(cfg.conns), "-duration", d.String(), "-window", "1s")
 	if err != nil {
 		return measurement{}, err
 	}
-	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	var s struct {
-		Requests int64   `json:"requests"`
-		Errors   int64   `json:"errors"`
-		Seconds  float64 `json:"seconds"`
-	}
-	if err := json.Unmarshal(lines[len(lines)-1], &s); err != nil {
-		return measurement{}, fmt.Errorf("cannot read the runner's output: %v\n%s", err, out)
+	s, err := loopbench.ReadRunnerSummary(out)
+	if err != nil {
+		return measurement{}, err
 	}
 	if s.Errors > 0 {
 		return measurement{}, fmt.Errorf("longhaul saw %d errors", s.Errors)
@@ -272,7 +193,7 @@ func runVegeta(cfg config, vegeta, tmp, url string, d time.Duration) (measuremen
 		return measurement{}, err
 	}
 	c := strconv.Itoa(cfg.conns)
-	_, cpu, err := pinned(cfg, nil, vegeta, "attack", "-targets", targets, "-rate", "0", "-workers", c, "-max-workers", c,
+	_, cpu, err := loopbench.RunPinned(cfg.genCPU, nil, vegeta, "attack", "-targets", targets, "-rate", "0", "-workers", c, "-max-workers", c,
 		"-max-connections", c, "-duration", d.String(), "-output", results)
 	if err != nil {
 		return measurement{}, err
@@ -298,7 +219,7 @@ func runVegeta(cfg config, vegeta, tmp, url string, d time.Duration) (measuremen
 }
 
 func runClient(cfg config, tmp, client, url string, d time.Duration) (measurement, error) {
-	out, cpu, err := pinned(cfg, nil, filepath.Join(tmp, "clientcmp"), "-client", client, "-target", url,
+	out, cpu, err := loopbench.RunPinned(cfg.genCPU, nil, filepath.Join(tmp, "clientcmp"), "-client", client, "-target", url,
 		"-c", strconv.Itoa(cfg.conns), "-duration", d.String())
 	if err != nil {
 		return measurement{}, err
@@ -315,21 +236,6 @@ func runClient(cfg config, tmp, client, url string, d time.Duration) (measuremen
 		return measurement{}, fmt.Errorf("%s saw %d errors", client, s.Errors)
 	}
 	return measurement{Requests: s.Requests, Seconds: s.Seconds, CPU: cpu}, nil
-}
-
-func seconds(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) + "s" }
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBefore, loadAfter string, tools []string) {
@@ -376,7 +282,7 @@ func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBe
 			rps = append(rps, m.rps())
 			cpu = append(cpu, m.cpuMicrosPerReq())
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.2f |\n", t, median(rps), median(cpu))
+		fmt.Fprintf(w, "| %s | %.0f | %.2f |\n", t, analysis.Median(rps), analysis.Median(cpu))
 	}
 
 	fmt.Fprintf(w, "\n## longhaul ÷ wrk, per round (paired)\n\n| round | CPU/request ratio | req/s ratio |\n|---:|---:|---:|\n")
@@ -388,9 +294,9 @@ func report(w io.Writer, cfg config, ms []measurement, started time.Time, loadBe
 		fmt.Fprintf(w, "| %d | %.3f | %.3f |\n", r, c, q)
 	}
 	fmt.Fprintf(w, "\n**CPU per request: longhaul ÷ wrk = %.2f (median; range %.2f–%.2f over %d pairs). Goal ≤ 1.30: %s.**\n\n",
-		median(cpuR), slices.Min(cpuR), slices.Max(cpuR), len(cpuR), verdict(median(cpuR) <= 1.3))
+		analysis.Median(cpuR), slices.Min(cpuR), slices.Max(cpuR), len(cpuR), verdict(analysis.Median(cpuR) <= 1.3))
 	fmt.Fprintf(w, "**Requests/s: longhaul ÷ wrk = %.2f (median; range %.2f–%.2f). Goal ≥ 0.90: %s.**\n",
-		median(rpsR), slices.Min(rpsR), slices.Max(rpsR), verdict(median(rpsR) >= 0.9))
+		analysis.Median(rpsR), slices.Min(rpsR), slices.Max(rpsR), verdict(analysis.Median(rpsR) >= 0.9))
 }
 
 func verdict(ok bool) string {
@@ -398,18 +304,6 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "NOT met"
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func cpuModel() string {

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/bench/internal/loopbench"
 )
 
 func main() {
@@ -31,16 +33,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "memory:", err)
 		os.Exit(1)
 	}
-}
-
-type windowLine struct {
-	Index     int     `json:"index"`
-	ElapsedS  float64 `json:"elapsed_s"`
-	Requests  int64   `json:"requests"`
-	RPS       float64 `json:"rps"`
-	Errors    int64   `json:"errors"`
-	RSSBytes  int64   `json:"rss_bytes"`
-	HeapBytes uint64  `json:"heap_inuse_bytes"`
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -89,11 +81,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := runner.Start(); err != nil {
 		return err
 	}
-	var ws []windowLine
+	var ws []loopbench.RunnerWindow
 	var summary string
 	sc := bufio.NewScanner(rout)
 	for sc.Scan() {
-		var w windowLine
+		var w loopbench.RunnerWindow
 		if err := json.Unmarshal(sc.Bytes(), &w); err != nil || !strings.Contains(sc.Text(), `"index"`) {
 			summary = sc.Text()
 			continue
@@ -114,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		*duration, started.UTC().Format("2006-01-02 15:04 MST"), *vus)
 	fmt.Fprintf(stdout, "| elapsed | req/s (window) | RSS MB | heap in use MB |\n|---:|---:|---:|---:|\n")
 	nextMinute := 0.0
-	var base *windowLine
+	var base *loopbench.RunnerWindow
 	maxAfter := int64(0)
 	for i := range ws {
 		w := &ws[i]

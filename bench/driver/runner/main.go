@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/bench/internal/loopbench"
 	"github.com/longhaul-dev/longhaul/driver"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
@@ -46,41 +47,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "runner:", err)
 		os.Exit(2)
 	}
-}
-
-// summary is the runner's last output line.
-type summary struct {
-	Requests        int64   `json:"requests"`
-	Errors          int64   `json:"errors"`
-	Seconds         float64 `json:"seconds"`
-	RPS             float64 `json:"rps"`
-	UserSeconds     float64 `json:"user_seconds"`
-	SysSeconds      float64 `json:"sys_seconds"`
-	CPUMicrosPerReq float64 `json:"cpu_us_per_request"`
-	RSSBytes        int64   `json:"rss_bytes"`
-	P50Ms           float64 `json:"p50_ms"`
-	P99Ms           float64 `json:"p99_ms"`
-	// WebSocket scenarios: data messages, pings and the most sessions open
-	// at a window's close.
-	MessagesIn      int64   `json:"messages_in,omitempty"`
-	MessagesOut     int64   `json:"messages_out,omitempty"`
-	Pings           int64   `json:"pings,omitempty"`
-	PongTimeouts    int64   `json:"pong_timeouts,omitempty"`
-	SessionsOpenMax int64   `json:"sessions_open_max,omitempty"`
-	PingP99Ms       float64 `json:"ping_p99_ms,omitempty"`
-	// TLS handshakes (https targets).
-	Handshakes int64 `json:"tls_handshakes,omitempty"`
-}
-
-// windowLine is printed per window with -windows.
-type windowLine struct {
-	Index     int     `json:"index"`
-	ElapsedS  float64 `json:"elapsed_s"`
-	Requests  int64   `json:"requests"`
-	RPS       float64 `json:"rps"`
-	Errors    int64   `json:"errors"`
-	RSSBytes  int64   `json:"rss_bytes"`
-	HeapBytes uint64  `json:"heap_inuse_bytes"`
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -134,7 +100,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	// Keep running totals, not the windows: a long soak must not grow here.
 	var requests, errs int64
-	var wsSum summary
+	var wsSum loopbench.RunnerSummary
 	pings := window.NewHistogram()
 	var first time.Time
 	latency := window.NewHistogram()
@@ -166,7 +132,7 @@ func run(args []string, stdout io.Writer) error {
 		if *perWindow {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			return enc.Encode(windowLine{
+			return enc.Encode(loopbench.RunnerWindow{
 				Index: w.Index, ElapsedS: w.End.Sub(first).Seconds(), Requests: w.Requests, RPS: w.RPS,
 				Errors: w.Errors.Total(), RSSBytes: rssBytes(), HeapBytes: ms.HeapInuse,
 			})
@@ -183,7 +149,7 @@ func run(args []string, stdout io.Writer) error {
 	lat := window.LatencyOf(latency)
 	sum := wsSum
 	sum.PingP99Ms = window.LatencyOf(pings).P99
-	sum = summary{
+	sum = loopbench.RunnerSummary{
 		Requests:    requests,
 		Errors:      errs,
 		Seconds:     res.End.Sub(res.Start).Seconds(),

@@ -8,19 +8,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
-)
 
-// body is exactly 40 bytes.
-var body = []byte(`{"id":12345,"name":"longhaul","ok":true}`)
+	"github.com/longhaul-dev/longhaul/bench/internal/loopbench"
+)
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -35,28 +30,9 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(body) != 40 {
-		return fmt.Errorf("body is %d bytes, want 40", len(body))
-	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"application/json"}
-		h["Content-Length"] = []string{"40"}
-		_, _ = w.Write(body)
-	})}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	fmt.Printf("listening on %s\n", ln.Addr())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return loopbench.Serve(&http.Server{Handler: http.HandlerFunc(loopbench.ServeBody)}, ln)
 }

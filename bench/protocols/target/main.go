@@ -10,27 +10,23 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
-)
 
-var body = []byte(`{"id":12345,"name":"longhaul","ok":true}`)
+	"github.com/longhaul-dev/longhaul/bench/internal/loopbench"
+)
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -47,12 +43,7 @@ func run(args []string) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"application/json"}
-		h["Content-Length"] = []string{"40"}
-		_, _ = w.Write(body)
-	})
+	mux.HandleFunc("/", loopbench.ServeBody)
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -86,17 +77,7 @@ func run(args []string) error {
 	} else {
 		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	fmt.Printf("listening on %s\n", ln.Addr())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return loopbench.Serve(srv, ln)
 }
 
 func selfSigned() (tls.Certificate, error) {

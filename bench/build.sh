@@ -1,5 +1,5 @@
-# build.sh is sourced by this directory's scripts after they set work (a
-# temporary directory) and log: it sets lh to longhaul (LONGHAUL_BIN, else
+# build.sh is sourced by bench scripts, from the repository root, after they
+# set work (a temporary directory) and log: it sets lh to longhaul (LONGHAUL_BIN, else
 # built into $work) and demo to the demo target (DEMO_BIN, else built), so
 # that no soak or round spends its time compiling.
 lh=${LONGHAUL_BIN:-}
