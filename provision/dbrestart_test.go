@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -192,4 +195,63 @@ func TestDockerRestartDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoLabelled(t, d, LabelEnv, env2.ID)
+}
+
+// TestLocalRestartDatabaseAfterPgCtlRestart: an operator restarts the
+// private cluster with pg_ctl restart -m fast. Check finds longhaul's
+// server gone (it exited, code 0); RestartDatabase stops the server pg_ctl
+// started on the data directory and starts it again as longhaul's own (the
+// marker on it, so Check passes and teardown finds it), the data kept.
+func TestLocalRestartDatabaseAfterPgCtlRestart(t *testing.T) {
+	bin, err := PostgresBinDir()
+	if err != nil {
+		t.Skipf("no PostgreSQL server binaries: %v", err)
+	}
+	l, _ := newTestLocal(t)
+	ctx := testContext(t, 3*time.Minute)
+	spec := localSpec(t, nil)
+	spec.Database = scenarios.Database{Kind: "postgres"}
+	env, err := l.Provision(ctx, Request{RunID: "local-pgctl", Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Teardown(context.Background(), env) })
+	db := env.Database
+	for _, q := range []string{"CREATE TABLE kept (n INT)", "INSERT INTO kept VALUES (42)"} {
+		if _, err := queryInt(ctx, "postgres", db.URL, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	argv := []string{filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(db.Process.DataDir, "data"), "-l", os.DevNull, "-m", "fast", "-w", "restart"}
+	if os.Geteuid() == 0 {
+		argv = append([]string{"runuser", "-u", "postgres", "--"}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// Stdout and stderr stay nil (/dev/null): no pipe for the server
+	// pg_ctl leaves running to hold open.
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pg_ctl restart: %v", err)
+	}
+	var exit *ExitError
+	if err := waitCheck(ctx, l, env); !errors.As(err, &exit) || exit.Event.Kind != window.EventDatabaseExit || exit.Event.ExitCode == nil || *exit.Event.ExitCode != 0 {
+		t.Fatalf("Check after pg_ctl restart = %v, want the database's exit with code 0", err)
+	}
+	env2, err := l.RestartDatabase(ctx, env)
+	if err != nil {
+		t.Fatalf("RestartDatabase: %v", err)
+	}
+	env = env2
+	if err := l.Check(ctx, env2); err != nil {
+		t.Errorf("Check after the restart: %v", err)
+	}
+	if !hasMarker(env2.Database.Process.PID, markerFor(env2.ID, "postgres")) {
+		t.Errorf("the database process %d does not carry the environment's marker", env2.Database.Process.PID)
+	}
+	if n, err := queryInt(ctx, "postgres", env2.Database.URL, "SELECT n FROM kept"); err != nil || n != 42 {
+		t.Errorf("the committed row after the restart: %d, %v; want 42", n, err)
+	}
+	if err := l.Teardown(ctx, env2); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, env2)
 }

@@ -324,8 +324,10 @@ func (l *Local) RestartDatabase(ctx context.Context, env Environment) (Environme
 	var argv []string
 	var cred *syscall.Credential
 	var ready func(exited <-chan struct{}) error
+	var pidFile string // where the server writes its pid
 	switch {
 	case role == "postgres":
+		pidFile = filepath.Join(data, "postmaster.pid")
 		bin := l.opts.PostgresBinDir
 		if bin == "" {
 			if bin, err = PostgresBinDir(); err != nil {
@@ -346,6 +348,7 @@ func (l *Local) RestartDatabase(ctx context.Context, env Environment) (Environme
 			return env, err
 		}
 		argv = srv.Args(dir, data, port)
+		pidFile = filepath.Join(dir, "mysqld.pid")
 		ready = func(exited <-chan struct{}) error {
 			return waitMySQL(ctx, mysqlserver.SocketDSN(mysqlserver.Socket(dir)), role, DefaultHealthTimeout, exited)
 		}
@@ -357,20 +360,70 @@ func (l *Local) RestartDatabase(ctx context.Context, env Environment) (Environme
 		return env, fmt.Errorf("restart the database of %s: stop what is left of it: %w", env.ID, err)
 	}
 	logPath := filepath.Join(envDir, role+".log")
-	_ = os.Remove(exitFile(logPath)) // the stopped server's: not the new one's
 	started := time.Now()
-	exited, err := l.start(argv, dir, []string{"LC_ALL=C"}, marker, logPath, cred, func(pid int) {
-		db.Process.PID = pid
-		_ = writeState(envDir, state)
-	})
-	if err != nil {
-		return env, fmt.Errorf("restart %s of %s: %w", role, env.ID, err)
-	}
-	if err := ready(exited); err != nil {
+	for attempt := 1; ; attempt++ {
+		// A server someone else started on the data directory (an
+		// operator's pg_ctl restart) is stopped, fast, and started again
+		// as longhaul's own: the checks and teardown find it by its marker.
+		if err := stopForeignServer(ctx, pidFile, marker, l.opts.StopGrace); err != nil {
+			return env, fmt.Errorf("restart %s of %s: %w", role, env.ID, err)
+		}
+		_ = os.Remove(exitFile(logPath)) // the stopped server's: not the new one's
+		exited, err := l.start(argv, dir, []string{"LC_ALL=C"}, marker, logPath, cred, func(pid int) {
+			db.Process.PID = pid
+			_ = writeState(envDir, state)
+		})
+		if err != nil {
+			return env, fmt.Errorf("restart %s of %s: %w", role, env.ID, err)
+		}
+		err = ready(exited)
+		if err == nil {
+			break
+		}
+		// One that exited at once may have lost the data directory's lock
+		// to a server started meanwhile by someone else: stop that one and
+		// try again.
+		select {
+		case <-exited:
+			if attempt < 3 {
+				continue
+			}
+		default:
+		}
 		return state, fmt.Errorf("restart %s of %s: %w", role, env.ID, errWithTail(err, "its log", lastLines(logPath, 20)))
 	}
 	l.opts.Logger.Info("database restarted", "env", env.ID, "pid", db.Process.PID, "port", port, "seconds", time.Since(started).Seconds())
 	return state, writeState(envDir, state)
+}
+
+// stopForeignServer stops the server whose pid pidFile names when it runs
+// without marker (it was not started by longhaul): SIGINT (PostgreSQL's
+// fast shutdown; MariaDB and MySQL take it as a shutdown too), then
+// SIGKILL after grace.
+func stopForeignServer(ctx context.Context, pidFile, marker string, grace time.Duration) error {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 || !alive(pid) || hasMarker(pid, marker) {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGINT)
+	deadline := time.Now().Add(max(grace, time.Second))
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stop the server %d running on its data directory: %w", pid, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // RestartDatabase starts a docker environment's database container again
