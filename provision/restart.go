@@ -116,18 +116,9 @@ func targetLogName(envDir string, incarnation int) string {
 // target.N.log (Logs reads it for incarnation N), so target.log and its
 // exit status are the new incarnation's.
 func (l *Local) RestartTarget(ctx context.Context, req Request, env Environment) (Environment, error) {
-	if err := l.sameHost(env); err != nil {
-		return env, fmt.Errorf("restart the target of %s: %w", env.ID, err)
-	}
-	envDir := env.EnvDir
-	if envDir == "" {
-		envDir = env.Target.DataDir
-	}
-	// The state on disk is the full description (the env in hand may have
-	// lost its database password on the way through the workflow).
-	state, err := readState(envDir)
+	envDir, state, err := l.stateToRestart(env, "target")
 	if err != nil {
-		return env, fmt.Errorf("%w: restart the target of %s: its state is gone (%v)", ErrGone, env.ID, err)
+		return env, err
 	}
 	launch, err := readLaunch(envDir)
 	if err != nil {
@@ -179,6 +170,25 @@ func (l *Local) RestartTarget(ctx context.Context, req Request, env Environment)
 		return state, fmt.Errorf("restarted target %s: %w", state.TargetURL, errWithTail(err, "its log", lastLines(logPath, 20)))
 	}
 	return state, writeState(envDir, state)
+}
+
+// stateToRestart returns a local environment's directory and its state on
+// disk, for a restart of its target or database (what). The state on disk
+// is the full description: the env in hand may have lost its database
+// password on the way through the workflow.
+func (l *Local) stateToRestart(env Environment, what string) (string, Environment, error) {
+	if err := l.sameHost(env); err != nil {
+		return "", env, fmt.Errorf("restart the %s of %s: %w", what, env.ID, err)
+	}
+	envDir := env.EnvDir
+	if envDir == "" {
+		envDir = env.Target.DataDir
+	}
+	state, err := readState(envDir)
+	if err != nil {
+		return envDir, env, fmt.Errorf("%w: restart the %s of %s: its state is gone (%v)", ErrGone, what, env.ID, err)
+	}
+	return envDir, state, nil
 }
 
 // healthTimeout is target.health_timeout, DefaultHealthTimeout when unset.
@@ -296,16 +306,9 @@ func (c *chooser) RestartDatabase(ctx context.Context, env Environment) (Environ
 // cleanly anyway, and crash recovery follows. The server's output goes on
 // in the same log, after the crash.
 func (l *Local) RestartDatabase(ctx context.Context, env Environment) (Environment, error) {
-	if err := l.sameHost(env); err != nil {
-		return env, fmt.Errorf("restart the database of %s: %w", env.ID, err)
-	}
-	envDir := env.EnvDir
-	if envDir == "" {
-		envDir = env.Target.DataDir
-	}
-	state, err := readState(envDir)
+	envDir, state, err := l.stateToRestart(env, "database")
 	if err != nil {
-		return env, fmt.Errorf("%w: restart the database of %s: its state is gone (%v)", ErrGone, env.ID, err)
+		return env, err
 	}
 	db := state.Database
 	if db == nil || db.Process.DataDir == "" {
