@@ -215,7 +215,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 				// stop is recorded too.
 				restarted := false
 				if ev.Kind == window.EventDatabaseExit && dbRestarts < MaxDatabaseRestarts {
-					if in.Env, restarted = a.restartDatabase(ctx, in.Env, &ev); restarted {
+					if in.Env, restarted = a.restartDatabase(ctx, in.Env, &ev, w.Index); restarted {
 						dbRestarts++
 						checkErr = nil
 					}
