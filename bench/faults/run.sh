@@ -159,18 +159,7 @@ env_field() {
 }
 
 # target_pid DATA: the local environment's target PID, once provisioned.
-target_pid() {
-  local f
-  for _ in $(seq 300); do
-    f=$(ls "$1"/provision/*/environment.json 2>/dev/null | head -1 || true)
-    if [ -n "$f" ]; then
-      pid=$(jq -r '.Target.PID // .target.pid // empty' "$f" 2>/dev/null || true)
-      if [ -n "$pid" ] && [ "$pid" != 0 ]; then echo "$pid"; return; fi
-    fi
-    sleep 0.1
-  done
-  echo "no target pid" >&2; exit 1
-}
+target_pid() { env_field "$1" .target.pid; }
 
 row() {
   local name=$1 data="$WORK/data-$1"
