@@ -82,6 +82,20 @@ func newPgCtlCluster(t *testing.T) *pgCtlCluster {
 	return c
 }
 
+// runInStore opens the results store at dsn (closed when t ends) and
+// returns it with its one run, once the run's window index is stored.
+func runInStore(t *testing.T, dsn string, index int) (store.Store, store.Run) {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	run := onlyRun(t, st)
+	waitWindow(t, st, run.ID, index)
+	return st, run
+}
+
 // TestSoakRidesOutAStoreOutage: the results store is a private PostgreSQL
 // (--store postgres://…), stopped for 10 s mid-soak and started again: the
 // run completes, every slot is stored once with no gap (the windows waited
@@ -95,13 +109,7 @@ func TestSoakRidesOutAStoreOutage(t *testing.T) {
 	c := newPgCtlCluster(t)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
 	r := startSoakRun(t, localScenario(t, windows), "--store", dsn, "--data", t.TempDir(), "--format", "json")
-	st, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	run := onlyRun(t, st)
-	waitWindow(t, st, run.ID, 3)
+	st, run := runInStore(t, dsn, 3)
 	c.stop()
 	time.Sleep(10 * time.Second)
 	c.start()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"net/url"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
-	"github.com/longhaul-dev/longhaul/store"
 )
 
 // TestSoakRidesOutATemporalServerRestart: `longhaul server` on PostgreSQL
@@ -40,13 +38,7 @@ func TestSoakRidesOutATemporalServerRestart(t *testing.T) {
 	w.waitFor("worker on", time.Minute)
 
 	r := startSoakRun(t, localScenario(t, windows), "--temporal", addr, "--store", results, "--format", "json")
-	st, err := store.Open(context.Background(), results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	run := onlyRun(t, st)
-	waitWindow(t, st, run.ID, 3)
+	st, run := runInStore(t, results, 3)
 	s1.stop()
 	time.Sleep(5 * time.Second)
 	restarted := time.Now()
