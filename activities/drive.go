@@ -199,6 +199,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		maxFailures = DefaultCheckFailures
 	}
 	reported := map[string]bool{} // event kinds already recorded by this drive
+	dbRestarts := 0
 	commits := &commitQueue{
 		put: a.Store.PutWindow, now: a.now, limit: a.StoreBehindLimit, log: log,
 		committed: func(w window.Window) {
@@ -229,8 +230,19 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			checkErr = a.check(ctx, in.Env)
 			var fe interface{ FaultEvent() window.Event }
 			if errors.As(checkErr, &fe) {
-				if ev := fe.FaultEvent(); !reported[ev.Kind] {
-					reported[ev.Kind] = true
+				ev := fe.FaultEvent()
+				// The database longhaul runs is started again in place
+				// (bounded); the environment is whole again, and a later
+				// stop is recorded too.
+				restarted := false
+				if ev.Kind == window.EventDatabaseExit && dbRestarts < MaxDatabaseRestarts {
+					if in.Env, restarted = a.restartDatabase(ctx, in.Env, &ev, w.Index); restarted {
+						dbRestarts++
+						checkErr = nil
+					}
+				}
+				if !reported[ev.Kind] {
+					reported[ev.Kind] = !restarted
 					ev.Detail = mask.String(ev.Detail)
 					ev.Output = mask.Lines(ev.Output)
 					w.Events = append(w.Events, ev)

@@ -73,6 +73,9 @@ func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time)
 		},
 	}
 	what := fmt.Sprintf("the database %s %s", stoppedVerb(ev), when)
+	if ev.Restarted {
+		what += "; longhaul restarted it in place"
+	}
 	byClass := errs.String()
 	switch {
 	case recovered >= 0:

@@ -129,12 +129,7 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 		if port, err = freePort(); err != nil {
 			return localDB{}, fmt.Errorf("start postgres: pick a port: %w", err)
 		}
-		argv := []string{filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
-			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="}
-		if statStatements {
-			argv = append(argv, "-c", "shared_preload_libraries=pg_stat_statements")
-		}
-		exited, err := l.start(argv, dir, []string{"LC_ALL=C"}, markerFor(envID, "postgres"), logPath, cred, func(pid int) {
+		exited, err := l.start(postgresArgs(bin, data, port, statStatements), dir, []string{"LC_ALL=C"}, markerFor(envID, "postgres"), logPath, cred, func(pid int) {
 			proc.PID = pid
 			onStart(proc)
 		})
@@ -185,6 +180,18 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	}, nil
 }
 
+// postgresArgs is the argv of a private cluster's server: data directory
+// data, on 127.0.0.1:port only, no Unix socket, pg_stat_statements loaded
+// when the module is there. RestartDatabase starts it again with the same.
+func postgresArgs(bin, data string, port int, statStatements bool) []string {
+	argv := []string{filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="}
+	if statStatements {
+		argv = append(argv, "-c", "shared_preload_libraries=pg_stat_statements")
+	}
+	return argv
+}
+
 // hasStatStatements reports whether the PostgreSQL whose binaries are in
 // bin has the pg_stat_statements module (its library beside them).
 func hasStatStatements(bin string) bool {
@@ -210,9 +217,13 @@ func createStatStatements(ctx context.Context, superuserURL string, log *slog.Lo
 // waitPostgres waits until the server accepts a connection that completes
 // the startup handshake (a TCP connect alone succeeds too early).
 func waitPostgres(ctx context.Context, port int, timeout time.Duration, exited <-chan struct{}) error {
+	return waitPostgresAt(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port), timeout, exited)
+}
+
+// waitPostgresAt waits until dsn takes a connection (exited may be nil).
+func waitPostgresAt(ctx context.Context, dsn string, timeout time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
 	var last error
 	for {
 		conn, err := pgx.Connect(ctx, dsn)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +16,9 @@ import (
 
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+
+	"github.com/longhaul-dev/longhaul/internal/mysqlserver"
+	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
 // TargetRestarter starts the target of an existing environment again after
@@ -111,18 +116,9 @@ func targetLogName(envDir string, incarnation int) string {
 // target.N.log (Logs reads it for incarnation N), so target.log and its
 // exit status are the new incarnation's.
 func (l *Local) RestartTarget(ctx context.Context, req Request, env Environment) (Environment, error) {
-	if err := l.sameHost(env); err != nil {
-		return env, fmt.Errorf("restart the target of %s: %w", env.ID, err)
-	}
-	envDir := env.EnvDir
-	if envDir == "" {
-		envDir = env.Target.DataDir
-	}
-	// The state on disk is the full description (the env in hand may have
-	// lost its database password on the way through the workflow).
-	state, err := readState(envDir)
+	envDir, state, err := l.stateToRestart(env, "target")
 	if err != nil {
-		return env, fmt.Errorf("%w: restart the target of %s: its state is gone (%v)", ErrGone, env.ID, err)
+		return env, err
 	}
 	launch, err := readLaunch(envDir)
 	if err != nil {
@@ -174,6 +170,25 @@ func (l *Local) RestartTarget(ctx context.Context, req Request, env Environment)
 		return state, fmt.Errorf("restarted target %s: %w", state.TargetURL, errWithTail(err, "its log", lastLines(logPath, 20)))
 	}
 	return state, writeState(envDir, state)
+}
+
+// stateToRestart returns a local environment's directory and its state on
+// disk, for a restart of its target or database (what). The state on disk
+// is the full description: the env in hand may have lost its database
+// password on the way through the workflow.
+func (l *Local) stateToRestart(env Environment, what string) (string, Environment, error) {
+	if err := l.sameHost(env); err != nil {
+		return "", env, fmt.Errorf("restart the %s of %s: %w", what, env.ID, err)
+	}
+	envDir := env.EnvDir
+	if envDir == "" {
+		envDir = env.Target.DataDir
+	}
+	state, err := readState(envDir)
+	if err != nil {
+		return envDir, env, fmt.Errorf("%w: restart the %s of %s: its state is gone (%v)", ErrGone, what, env.ID, err)
+	}
+	return envDir, state, nil
 }
 
 // healthTimeout is target.health_timeout, DefaultHealthTimeout when unset.
@@ -244,4 +259,261 @@ func (d *Docker) RestartTarget(ctx context.Context, req Request, env Environment
 	}
 	log.Info("target restarted", "url", env.TargetURL, "container", shortID(id))
 	return env, nil
+}
+
+// DatabaseRestarter starts an environment's private database again, in
+// place, after it stopped (killed -9, crashed): what a service manager does
+// for a database it runs. The data directory (local) or container and volume
+// (docker) are the same, so the server's crash recovery keeps the data; the
+// target is not touched, and finds its database at the address it was given
+// (local: the same port; docker: the same network alias), as after any
+// database restart. A database that is running is left as it is.
+type DatabaseRestarter interface {
+	// RestartDatabase starts env's database, waits until it takes
+	// connections and returns env as it now is (the database's new process;
+	// a container's URL at the port it is published on now). env.Database.URL
+	// must carry the password for a docker database (the adapter's DSN):
+	// readiness is a connection as the probes make it.
+	RestartDatabase(ctx context.Context, env Environment) (Environment, error)
+}
+
+var (
+	_ DatabaseRestarter = (*Local)(nil)
+	_ DatabaseRestarter = (*Docker)(nil)
+	_ DatabaseRestarter = (*chooser)(nil)
+)
+
+// RestartDatabase restarts env's database with the provider that made it.
+func (c *chooser) RestartDatabase(ctx context.Context, env Environment) (Environment, error) {
+	switch env.Provider {
+	case "local":
+		return c.local.RestartDatabase(ctx, env)
+	case "docker":
+		d, err := c.dockerProvider(ctx)
+		if err != nil {
+			return env, fmt.Errorf("restart the database of %s: %w", env.ID, err)
+		}
+		return d.RestartDatabase(ctx, env)
+	}
+	return env, fmt.Errorf("%w: restart the database of %s: provider %q does not run its database", ErrInvalidSpec, env.ID, env.Provider)
+}
+
+// RestartDatabase starts a local environment's private PostgreSQL or
+// MariaDB/MySQL server again on its data directory and port. What is left
+// of the server that stopped (PostgreSQL's backends outlive a postmaster
+// killed -9 for a moment, and hold its shared memory, which a new
+// postmaster refuses to share) is killed first: it was not shut down
+// cleanly anyway, and crash recovery follows. The server's output goes on
+// in the same log, after the crash.
+func (l *Local) RestartDatabase(ctx context.Context, env Environment) (Environment, error) {
+	envDir, state, err := l.stateToRestart(env, "database")
+	if err != nil {
+		return env, err
+	}
+	db := state.Database
+	if db == nil || db.Process.DataDir == "" {
+		return env, fmt.Errorf("%w: restart the database of %s: it has no private database", ErrInvalidSpec, env.ID)
+	}
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		return env, fmt.Errorf("restart the database of %s: its URL: %w", env.ID, err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return env, fmt.Errorf("restart the database of %s: no port in its URL", env.ID)
+	}
+	role, dir := dbRole(db.Kind), db.Process.DataDir
+	data := filepath.Join(dir, "data")
+	var argv []string
+	var cred *syscall.Credential
+	var ready func(exited <-chan struct{}) error
+	var pidFile string // where the server writes its pid
+	switch {
+	case role == "postgres":
+		pidFile = filepath.Join(data, "postmaster.pid")
+		bin := l.opts.PostgresBinDir
+		if bin == "" {
+			if bin, err = PostgresBinDir(); err != nil {
+				return env, err
+			}
+		}
+		if cred, err = serverCredential("postgres", "PostgreSQL"); err != nil {
+			return env, err
+		}
+		argv = postgresArgs(bin, data, port, hasStatStatements(bin))
+		ready = func(exited <-chan struct{}) error { return waitPostgres(ctx, port, DefaultHealthTimeout, exited) }
+	case scenarios.IsMySQL(db.Kind):
+		srv, err := mysqlserver.Find()
+		if err != nil {
+			return env, fmt.Errorf("restart the database of %s: %w", env.ID, err)
+		}
+		if cred, err = serverCredential("mysql", "MySQL/MariaDB"); err != nil {
+			return env, err
+		}
+		argv = srv.Args(dir, data, port)
+		pidFile = filepath.Join(dir, "mysqld.pid")
+		ready = func(exited <-chan struct{}) error {
+			return waitMySQL(ctx, mysqlserver.SocketDSN(mysqlserver.Socket(dir)), role, DefaultHealthTimeout, exited)
+		}
+	default:
+		return env, fmt.Errorf("%w: restart the database of %s: the local provider does not restart a %s server", ErrInvalidSpec, env.ID, db.Kind)
+	}
+	marker := markerFor(state.ID, role)
+	if err := stopProcesses(ctx, db.Process.PID, marker, syscall.SIGKILL, l.opts.StopGrace); err != nil {
+		return env, fmt.Errorf("restart the database of %s: stop what is left of it: %w", env.ID, err)
+	}
+	logPath := filepath.Join(envDir, role+".log")
+	started := time.Now()
+	for attempt := 1; ; attempt++ {
+		// A server someone else started on the data directory (an
+		// operator's pg_ctl restart) is stopped, fast, and started again
+		// as longhaul's own: the checks and teardown find it by its marker.
+		if err := stopForeignServer(ctx, pidFile, marker, l.opts.StopGrace); err != nil {
+			return env, fmt.Errorf("restart %s of %s: %w", role, env.ID, err)
+		}
+		_ = os.Remove(exitFile(logPath)) // the stopped server's: not the new one's
+		exited, err := l.start(argv, dir, []string{"LC_ALL=C"}, marker, logPath, cred, func(pid int) {
+			db.Process.PID = pid
+			_ = writeState(envDir, state)
+		})
+		if err != nil {
+			return env, fmt.Errorf("restart %s of %s: %w", role, env.ID, err)
+		}
+		err = ready(exited)
+		if err == nil {
+			break
+		}
+		// One that exited at once may have lost the data directory's lock
+		// to a server started meanwhile by someone else: stop that one and
+		// try again.
+		select {
+		case <-exited:
+			if attempt < 3 {
+				continue
+			}
+		default:
+		}
+		return state, fmt.Errorf("restart %s of %s: %w", role, env.ID, errWithTail(err, "its log", lastLines(logPath, 20)))
+	}
+	l.opts.Logger.Info("database restarted", "env", env.ID, "pid", db.Process.PID, "port", port, "seconds", time.Since(started).Seconds())
+	return state, writeState(envDir, state)
+}
+
+// stopForeignServer stops the server whose pid pidFile names when it runs
+// without marker (it was not started by longhaul): SIGINT (PostgreSQL's
+// fast shutdown; MariaDB and MySQL take it as a shutdown too), then
+// SIGKILL after grace.
+func stopForeignServer(ctx context.Context, pidFile, marker string, grace time.Duration) error {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 || !alive(pid) || hasMarker(pid, marker) {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGINT)
+	deadline := time.Now().Add(max(grace, time.Second))
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stop the server %d running on its data directory: %w", pid, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// RestartDatabase starts a docker environment's database container again
+// (docker start: the same container, volume and network alias) unless the
+// engine is already restarting it, and waits until it takes connections at
+// its 127.0.0.1 port, which the engine may have picked anew.
+func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environment, error) {
+	id := dbContainer(env)
+	if id == "" {
+		return env, fmt.Errorf("%w: restart the database of %s: no container recorded", ErrGone, env.ID)
+	}
+	db := *env.Database
+	kind := dbRole(db.Kind)
+	if kind != "postgres" && !scenarios.IsMySQL(kind) {
+		return env, fmt.Errorf("%w: restart the database of %s: longhaul does not restart a %s container", ErrInvalidSpec, env.ID, kind)
+	}
+	inner, err := url.Parse(db.TargetURL)
+	if err != nil || inner.Port() == "" {
+		return env, fmt.Errorf("restart the database of %s: no port in its target URL", env.ID)
+	}
+	started := time.Now()
+	r, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return env, fmt.Errorf("restart the database container %s of %s: inspect: %w", shortID(id), env.ID, err)
+	}
+	if st := r.Container.State; st == nil || !(st.Running || st.Restarting) {
+		if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+			return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, err)
+		}
+	}
+	hostPort, err := d.publishedPort(ctx, id, inner.Port(), DefaultHealthTimeout)
+	if err != nil {
+		return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, err)
+	}
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		return env, fmt.Errorf("restart the database of %s: its URL: %w", env.ID, err)
+	}
+	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(hostPort))
+	db.URL = u.String()
+	env.Database = &db
+	if err := waitDatabaseURL(ctx, kind, u, DefaultHealthTimeout); err != nil {
+		return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, errWithTail(err, "the container's log", containerTail(ctx, d.cli, id)))
+	}
+	d.opts.Logger.Info("database restarted", "env", env.ID, "container", shortID(id), "port", hostPort, "seconds", time.Since(started).Seconds())
+	return env, nil
+}
+
+// publishedPort waits until container id runs and port/tcp is published on
+// the host, and returns the host port.
+func (d *Docker) publishedPort(ctx context.Context, id, port string, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p := network.MustParsePort(port + "/tcp")
+	for {
+		r, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err == nil && r.Container.State != nil && r.Container.State.Running && r.Container.NetworkSettings != nil {
+			for _, b := range r.Container.NetworkSettings.Ports[p] {
+				if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
+					return n, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w: port %s/tcp not published after %s", ErrNotReady, port, timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitDatabaseURL waits until the database at u (a postgres:// or
+// mysql:// / mariadb:// URL with its password) takes a connection.
+func waitDatabaseURL(ctx context.Context, kind string, u *url.URL, timeout time.Duration) error {
+	if kind == "postgres" {
+		q := u.Query()
+		q.Set("connect_timeout", "2")
+		c := *u
+		c.RawQuery = q.Encode()
+		return waitPostgresAt(ctx, c.String(), timeout, nil)
+	}
+	return waitMySQL(ctx, mysqlDriverDSN(u), kind, timeout, nil)
+}
+
+// mysqlDriverDSN is the Go driver's DSN of a mysql:// or mariadb:// URL.
+func mysqlDriverDSN(u *url.URL) string {
+	port, _ := strconv.Atoi(u.Port())
+	pw, _ := u.User.Password()
+	return mysqlserver.DriverDSN(u.User.Username(), pw, u.Hostname(), port, strings.TrimPrefix(u.Path, "/"))
 }

@@ -126,9 +126,11 @@ func TestRestartTargetURLProvider(t *testing.T) {
 }
 
 // waitCheck polls Check until it fails (the reaper may lag the kill).
-func waitCheck(ctx context.Context, l *Local, env Environment) error {
+func waitCheck(ctx context.Context, p interface {
+	Check(context.Context, Environment) error
+}, env Environment) error {
 	for {
-		err := l.Check(ctx, env)
+		err := p.Check(ctx, env)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}

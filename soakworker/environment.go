@@ -102,6 +102,26 @@ func (pa provisionAdapter) RestartTarget(ctx context.Context, env activities.Env
 	return out, err
 }
 
+// RestartDatabase starts env's stopped database again, when the
+// provisioner can.
+func (pa provisionAdapter) RestartDatabase(ctx context.Context, env activities.Environment) (activities.Environment, error) {
+	dr, ok := pa.p.(provision.DatabaseRestarter)
+	if !ok {
+		return env, errors.New("this provisioner cannot restart a database")
+	}
+	e, err := fromActivityEnv(env)
+	if err != nil {
+		return env, err
+	}
+	if e.Database != nil {
+		// Raw's DSN has no password; the restart connects as the probes do.
+		db := *e.Database
+		db.URL = env.DatabaseURL
+		e.Database = &db
+	}
+	return toActivityEnvErr(dr.RestartDatabase(ctx, e))
+}
+
 func (pa provisionAdapter) Check(ctx context.Context, env activities.Environment) error {
 	e, err := fromActivityEnv(env)
 	if err != nil {

@@ -38,6 +38,9 @@ type Event struct {
 	// said so ("container state", "kernel log").
 	OOMKilled bool   `json:"oom_killed,omitempty"`
 	OOMSource string `json:"oom_source,omitempty"`
+	// Restarted: longhaul started it again in place after this stop (a
+	// database it runs for the soak; see activities.MaxDatabaseRestarts).
+	Restarted bool `json:"restarted,omitempty"`
 	// Detail is one line a person reads: "the target process 19419 exited
 	// (signal 9: killed)".
 	Detail string `json:"detail"`

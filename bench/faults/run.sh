@@ -3,15 +3,27 @@
 # e2e target (cmd/longhaul/testdata/soaktarget) on the local provider with
 # 1 s windows, injects one fault, and prints what the user saw.
 #
-#   bench/faults/run.sh [rows...]     rows: kill9 kill9-restart hang dbrestart oom
-#                                     storedown diskfull temporalrestart (default: all)
+#   [PROVIDER=local|docker] bench/faults/run.sh [rows...]
+#       rows: kill9 kill9-restart hang dbkill9 dbrestart oom storedown
+#             diskfull temporalrestart workersigterm workerkill9 (default: all)
+#
+# PROVIDER (default local) is the provider of the soaked target: local runs
+# the e2e target as a process; docker runs the demo target's image
+# (longhaul/demo-target:latest, built by scripts/offline-images.sh) without
+# a database, and kill9/hang signal the container's process (docker kill,
+# kill -STOP of its pid).
 #
 # kill9-restart is kill9 with target.restart {policy: on-failure, max: 3}:
 # the target is started again in the same environment and the soak goes on.
 #
-# dbrestart soaks scenarios/demo.yaml on the docker provider (the demo
-# target on PostgreSQL; the images of scripts/offline-images.sh or pulled)
-# and restarts its database container (docker restart) mid-soak. oom soaks
+# dbkill9 and dbrestart soak scenarios/demo.yaml (the demo target on
+# PostgreSQL) on PROVIDER. dbkill9 kills the database with SIGKILL (local:
+# the postmaster; docker: docker kill of its container); dbrestart restarts
+# it (local: pg_ctl restart -m fast, as an operator would; docker: docker
+# restart). longhaul starts a database it finds stopped again in place.
+# workersigterm and workerkill9 run a `longhaul dev` without a worker, one
+# `longhaul worker` that takes the soak, a second one started after the
+# first window, and send the first SIGTERM (a deploy) or SIGKILL. oom soaks
 # the same with the target limited to 128 MiB and leaking 1 MiB per request
 # (DEMO_LEAK_BYTES): the kernel kills it for running out of memory.
 #
@@ -33,7 +45,9 @@
 # Needs: go, jq. Writes only under a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROWS=${*:-"kill9 kill9-restart hang dbrestart oom storedown diskfull temporalrestart"}
+ROWS=${*:-"kill9 kill9-restart hang dbkill9 dbrestart oom storedown diskfull temporalrestart workersigterm workerkill9"}
+PROVIDER=${PROVIDER:-local}
+case $PROVIDER in local|docker) ;; *) echo "PROVIDER is local or docker, not $PROVIDER" >&2; exit 2 ;; esac
 WORK=$(mktemp -d /tmp/longhaul-faults.XXXXXX)
 chmod 755 "$WORK" # the postgres user reads its cluster's directory under it
 cleanup() {
@@ -71,11 +85,30 @@ pg_start() {
 }
 pg_stop() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$1" -m fast -w stop >/dev/null; }
 
-# scenario NAME [SECONDS] [RESTART]: the local soak of the e2e target;
-# RESTART, when given, is its target.restart.
+# scenario NAME [SECONDS] [RESTART]: the soak of the e2e target (local) or
+# of the demo target's image (docker); RESTART, when given, is its
+# target.restart.
 scenario() {
   local restart=""
   [ -n "${3:-}" ] && restart="    restart: $3"
+  if [ "$PROVIDER" = docker ]; then
+    cat >"$WORK/$1.yaml" <<YAML
+name: faults-$1
+load: {vus: 4, duration: ${2:-$DURATION}s, window: 1s, timeout: 2s}
+environment:
+  provider: docker
+  target:
+    image: longhaul/demo-target:latest
+    health: /health
+    health_timeout: 60s
+$restart
+ops:
+  - name: health
+    weight: 1
+    request: {method: GET, path: /health}
+YAML
+    return
+  fi
   cat >"$WORK/$1.yaml" <<YAML
 name: faults-$1
 load: {vus: 4, duration: ${2:-$DURATION}s, window: 1s, timeout: 2s}
@@ -93,33 +126,40 @@ ops:
 YAML
 }
 
-# db_container: the database container of the soak's docker environment,
-# once provisioned (the container of a longhaul run that mounts a -pgdata
-# volume).
-db_container() {
-  local id
+# run_container db|target: the database or the target container of the
+# soak's docker environment, once provisioned (the longhaul container that
+# mounts a -pgdata volume, or the one that does not).
+run_container() {
+  local mounts
   for _ in $(seq 1200); do
     for c in $(docker ps -q --filter label=dev.longhaul=1); do
-      if docker inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "$c" | grep -q -- '-pgdata'; then echo "$c"; return; fi
+      mounts=$(docker inspect -f '{{range .Mounts}}{{.Name}} {{end}}' "$c")
+      if [[ $mounts == *-pgdata* ]]; then
+        if [ "$1" = db ]; then echo "$c"; return; fi
+      elif [ "$1" = target ]; then echo "$c"; return; fi
     done
     sleep 0.2
   done
-  echo "no database container" >&2; exit 1
+  echo "no $1 container" >&2; exit 1
 }
 
-# target_pid DATA: the local environment's target PID, once provisioned.
-target_pid() {
-  local f
-  for _ in $(seq 300); do
+# env_field DATA JQ: a field of the local environment, once provisioned
+# and set (jq path, e.g. .database.process.pid).
+env_field() {
+  local f v
+  for _ in $(seq 3000); do
     f=$(ls "$1"/provision/*/environment.json 2>/dev/null | head -1 || true)
     if [ -n "$f" ]; then
-      pid=$(jq -r '.Target.PID // .target.pid // empty' "$f" 2>/dev/null || true)
-      if [ -n "$pid" ] && [ "$pid" != 0 ]; then echo "$pid"; return; fi
+      v=$(jq -r "$2 // empty" "$f" 2>/dev/null || true)
+      if [ -n "$v" ] && [ "$v" != 0 ]; then echo "$v"; return; fi
     fi
     sleep 0.1
   done
-  echo "no target pid" >&2; exit 1
+  echo "no $2 in the environment" >&2; exit 1
 }
+
+# target_pid DATA: the local environment's target PID, once provisioned.
+target_pid() { env_field "$1" .target.pid; }
 
 row() {
   local name=$1 data="$WORK/data-$1"
@@ -129,9 +169,24 @@ row() {
     awk '{print} /^  target:$/ && !done {print "    resources: {memory: 128m}"; done=1}' scenarios/demo.yaml >"$WORK/oom.yaml"
     "$WORK/longhaul" run "$WORK/oom.yaml" --provider docker --duration "$((DURATION + 10))s" --window 1s --ui-addr off \
       --target-env DEMO_LEAK_BYTES=1048576 --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
-  elif [ "$name" = dbrestart ]; then
-    "$WORK/longhaul" run scenarios/demo.yaml --provider docker --duration "$((DURATION + 10))s" --window 1s --ui-addr off \
+  elif [ "$name" = dbrestart ] || [ "$name" = dbkill9 ]; then
+    "$WORK/longhaul" run scenarios/demo.yaml --provider "$PROVIDER" --duration "$((DURATION + 10))s" --window 1s --ui-addr off \
       --data "$data" --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
+  elif [ "$name" = workersigterm ] || [ "$name" = workerkill9 ]; then
+    # a worker killed -9 is noticed when its drive misses its heartbeat
+    # timeout (60 s): the row runs long enough for the next one to resume
+    local secs=$DURATION
+    [ "$name" = workerkill9 ] && secs=$((FAULT_AT + 90))
+    dev_port=$((57300 + RANDOM % 500))
+    "$WORK/longhaul" dev --data "$data" --port "$dev_port" --worker=false >"$WORK/dev.log" 2>&1 &
+    dev=$!
+    for _ in $(seq 600); do grep -q 'temporal dev server at' "$WORK/dev.log" && break; sleep 0.2; done
+    "$WORK/longhaul" worker --temporal "127.0.0.1:$dev_port" --data "$data" >"$WORK/worker1.log" 2>&1 &
+    worker1=$!
+    for _ in $(seq 600); do grep -q 'worker on' "$WORK/worker1.log" && break; sleep 0.2; done
+    scenario "$name" "$secs"
+    "$WORK/longhaul" run "$WORK/$name.yaml" --temporal "127.0.0.1:$dev_port" --data "$data" \
+      --format json >"$WORK/$name.ndjson" 2>"$WORK/$name.err" &
   elif [ "$name" = storedown ]; then
     pg_start "$WORK/pg-store" 55432
     scenario "$name" "$((FAULT_AT + STORE_DOWN + 15))"
@@ -157,10 +212,11 @@ row() {
   fi
   local lh=$!
   case $name in
-    dbrestart) pid=$(db_container) ;;
-    oom|storedown|diskfull) pid= ;;
-    temporalrestart) pid=$(target_pid "$data/worker") ;;
-    *) pid=$(target_pid "$data") ;;
+    dbrestart|dbkill9)
+      if [ "$PROVIDER" = docker ]; then pid=$(run_container db); else pid=$(env_field "$data" .database.process.pid); fi ;;
+    oom|storedown|diskfull|workersigterm|workerkill9) pid= ;;
+    temporalrestart) pid=; if [ "$PROVIDER" = local ]; then pid=$(target_pid "$data/worker"); fi ;;
+    *) if [ "$PROVIDER" = docker ]; then pid=$(run_container target); else pid=$(target_pid "$data"); fi ;;
   esac
   # the first window of the run
   for _ in $(seq 600); do grep -q '"index":0' "$WORK/$name.ndjson" 2>/dev/null && break; sleep 0.1; done
@@ -168,10 +224,31 @@ row() {
   sleep "$FAULT_AT"
   local at; at=$(date +%s.%N)
   local fault_end
+  # docker: the container's process is what a signal reaches
+  local cpid=$pid
+  if [ "$PROVIDER" = docker ] && [ -n "$pid" ]; then cpid=$(docker inspect -f '{{.State.Pid}}' "$pid"); fi
   case $name in
-    kill9|kill9-restart) kill -9 "$pid"; fault_end=$at ;;
-    hang)  kill -STOP "$pid"; sleep "$HANG"; kill -CONT "$pid"; fault_end=$(date +%s.%N) ;;
-    dbrestart) docker restart -t 1 "$pid" >/dev/null; fault_end=$(date +%s.%N) ;;
+    kill9|kill9-restart) kill -9 "$cpid"; fault_end=$at ;;
+    hang)  kill -STOP "$cpid"; sleep "$HANG"; kill -CONT "$cpid"; fault_end=$(date +%s.%N) ;;
+    dbkill9) kill -9 "$cpid"; fault_end=$at ;;
+    dbrestart)
+      if [ "$PROVIDER" = docker ]; then docker restart -t 1 "$pid" >/dev/null
+      else
+        # pg_ctl's own start may lose the data directory's lock to
+        # longhaul's restart of its database: then it says it could not
+        # start the server, and longhaul's is the one running
+        runuser -u postgres -- "$PGBIN/pg_ctl" -D "$(env_field "$data" .database.process.data_dir)/data" -l /dev/null -m fast -w restart >/dev/null 2>&1 ||
+          echo "dbrestart: pg_ctl's start lost to longhaul's restart of the database" >&2
+      fi
+      fault_end=$(date +%s.%N) ;;
+    workersigterm|workerkill9)
+      "$WORK/longhaul" worker --temporal "127.0.0.1:$dev_port" --data "$data" >"$WORK/worker2.log" 2>&1 &
+      worker2=$!
+      for _ in $(seq 600); do grep -q 'worker on' "$WORK/worker2.log" && break; sleep 0.2; done
+      at=$(date +%s.%N)
+      if [ "$name" = workersigterm ]; then kill -TERM "$worker1"; else kill -9 "$worker1"; fi
+      wait "$worker1" || true
+      fault_end=$(date +%s.%N) ;;
     oom) fault_end=$at ;; # the target brings it on itself
     storedown) pg_stop "$WORK/pg-store"; sleep "$STORE_DOWN"; pg_start "$WORK/pg-store" 55432; fault_end=$(date +%s.%N) ;;
     diskfull)
@@ -189,6 +266,7 @@ row() {
       integrity=", store $(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0])' "$data/longhaul.db")"
       ;;
     temporalrestart) kill -TERM "$worker" "$server"; wait "$worker" "$server" || true ;;
+    workersigterm|workerkill9) kill -TERM "$worker2" "$dev"; wait "$worker2" "$dev" || true ;;
   esac
   local said; said=$(grep -m1 -E 'window [0-9]+: ' "$WORK/$name.err" || echo "(nothing)")
   if [ "$name" = kill9-restart ]; then
@@ -222,7 +300,7 @@ row() {
     recover=$(jq -s -r --argjson at "$at" 'def t: (sub("\\.[0-9]+Z$"; "Z") | fromdate) + ((capture("\\.(?<f>[0-9]+)Z$").f // "0") | "0." + . | tonumber);
       [.[] | select(.index != null and (.incarnation // 1) > 1 and (.gap | not)) | (.start | t) - $at] | if length == 0 then "never (run ended)" else "\(.[0] * 10 | round / 10) s" end' "$WORK/$name.ndjson")
   fi
-  if [ "$name" = dbrestart ]; then
+  if [ "$name" = dbrestart ] || [ "$name" = dbkill9 ]; then
     # the target answers during the restart, with errors: recovered is the
     # first window after it with at most 1 % errors
     recover=$(jq -s -r --argjson fe "$fault_end" '[.[] | select(.index != null) | select((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) > $fe and .requests > 0 and ((.errors // {}) | to_entries | map(.value) | add // 0) <= 0.01 * .requests) | ((.end | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $fe)] | if length == 0 then "never (run ended)" else "≤ \(.[0] | floor + 1) s" end' "$WORK/$name.ndjson")
@@ -236,8 +314,8 @@ row() {
       findings=$(jq -r '[.findings[] | "\(.severity) \(.kind)"] | join(", ") | if . == "" then "none" else . end' <<<"$rep")
       recover="—" ;;
   esac
-  printf '| %s | %.0f s | %s | %s | %s | %s (exit %s)%s | %s | %.1f | %s |\n' \
-    "$name" "$(echo "$at - $t0" | bc)" "$said" "$errs" "$gaps" "$status" "$rc" "$integrity" "$findings" "$cfps" "$recover"
+  printf '| %s (%s) | %.0f s | %s | %s | %s | %s (exit %s)%s | %s | %.1f | %s |\n' \
+    "$name" "$PROVIDER" "$(echo "$at - $t0" | bc)" "$said" "$errs" "$gaps" "$status" "$rc" "$integrity" "$findings" "$cfps" "$recover"
 }
 
 # temporal_server DATA: `longhaul server` on the private PostgreSQL cluster

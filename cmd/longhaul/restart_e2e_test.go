@@ -30,7 +30,14 @@ environment:
     health: /health
     health_timeout: 30s
     restart: {policy: on-failure, max: %d}
-setup:
+%sprobes:
+  database: {sqlite: "{{.EnvDir}}/demo.db"}
+`, windows, bin, max, demoMix))
+}
+
+// demoMix is a scenario's setup and ops for the demo target: each VU signs
+// up and logs in, then creates and lists items (a table that grows).
+const demoMix = `setup:
   - name: signup
     request: {method: POST, path: /users, json: {username: "vu{{ vu }}-{{ uuid }}", password: longhaul-e2e-password}}
     expect: {status: [201]}
@@ -47,10 +54,7 @@ ops:
   - name: list
     weight: 1
     request: {method: GET, path: /items, query: {bucket: "1", limit: "5"}, headers: {Authorization: "Bearer {{ .token }}"}}
-probes:
-  database: {sqlite: "{{.EnvDir}}/demo.db"}
-`, windows, bin, max))
-}
+`
 
 // killIncarnation waits until incarnation inc of the run has driven a few
 // windows, then kills its target with SIGKILL and returns the pid.
