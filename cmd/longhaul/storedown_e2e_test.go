@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/longhaul-dev/longhaul/analysis"
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/store"
 )
@@ -58,7 +59,7 @@ func newPgCtlCluster(t *testing.T) *pgCtlCluster {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	_ = os.Chmod(dir, 0o755) // the postgres user reaches its cluster under it
-	c := &pgCtlCluster{t: t, bin: bin, data: filepath.Join(dir, "data"), port: freeTCPPort(t)}
+	c := &pgCtlCluster{t: t, bin: bin, data: filepath.Join(dir, "data"), port: freeport.ForTest(t)}
 	if err := os.Mkdir(c.data, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/internal/pgtest"
 )
 
@@ -27,7 +28,7 @@ func TestSoakRidesOutATemporalServerRestart(t *testing.T) {
 	u.Path = "/temporal" // the server creates it
 	persistence := u.String()
 	results := pgtest.NewDatabase(t, cluster)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeTCPPort(t)))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.ForTest(t)))
 	server := func() *proc {
 		s := startProc(t, "server", "--persistence", persistence, "--addr", addr, "--store", results)
 		s.waitFor("temporal server at", 3*time.Minute)
