@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/devserver/devservertest"
 	"github.com/longhaul-dev/longhaul/internal/freeport"
+	"github.com/longhaul-dev/longhaul/internal/testbin"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/soakworker"
@@ -74,35 +74,18 @@ func (discardSDKLog) Info(string, ...any)  {}
 func (discardSDKLog) Warn(string, ...any)  {}
 func (discardSDKLog) Error(string, ...any) {}
 
-var (
-	demoOnce sync.Once
-	demoBin  string
-	demoErr  error
-)
-
-// demoTarget builds examples/demo-target once per test binary.
+// demoTarget builds examples/demo-target (static, as its image does) once
+// per test binary.
 func demoTarget(t *testing.T) string {
 	t.Helper()
-	demoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "longhaul-profiles-e2e-")
-		if err != nil {
-			demoErr = err
-			return
-		}
-		demoBin = filepath.Join(dir, "demo-target")
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "examples", "demo-target")
-		cmd := exec.Command("go", "build", "-o", demoBin, ".")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			demoErr = fmt.Errorf("build the demo target: %v\n%s", err, out)
-		}
-	})
-	if demoErr != nil {
-		t.Fatal(demoErr)
-	}
-	return demoBin
+	return testbin.Build(t, "../../examples/demo-target", "CGO_ENABLED=0")
+}
+
+// TestMain removes the demo target the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }
 
 // demoScenario is the demo target (SQLite, local provider) under a mix of
