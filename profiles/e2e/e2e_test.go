@@ -18,6 +18,7 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/devserver/devservertest"
+	"github.com/longhaul-dev/longhaul/internal/demomix"
 	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/internal/testbin"
 	"github.com/longhaul-dev/longhaul/launch"
@@ -114,22 +115,11 @@ environment:
     %s
     health: /health
     health_timeout: 30s
-ops:
-  - name: list
-    weight: 3
-    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
-  - name: create
-    weight: 1
-    request:
-      method: POST
-      path: /items
-      json: {bucket: "{{ randInt 0 9 }}", title: "{{ randString 8 16 }}"}
-    expect: {status: [201]}
-probes:
+%sprobes:
   process: true
   heap: {metric: {}}
   profile: %s
-`, duration, provider, target, profile)
+`, duration, provider, target, demomix.ListCreate, profile)
 }
 
 func writeFile(t *testing.T, name, text string) string {
