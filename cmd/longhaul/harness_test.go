@@ -375,15 +375,23 @@ func waitGone(t *testing.T, pid int) {
 
 // ---- The store a test reads back.
 
-// storeOf opens the store the commands use under dataDir.
-func storeOf(t *testing.T, dataDir string) store.Store {
+// openStore opens the store at dsn (an SQLite file or a PostgreSQL URL),
+// closed when t ends: after the test's own deferred calls, before the
+// cleanups registered earlier (the database's removal, the stack's down).
+func openStore(t *testing.T, dsn string) store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(dataDir, datadir.StoreFile))
+	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// storeOf opens the store the commands use under dataDir (see openStore).
+func storeOf(t *testing.T, dataDir string) store.Store {
+	t.Helper()
+	return openStore(t, filepath.Join(dataDir, datadir.StoreFile))
 }
 
 // onlyRun returns the one run in st, waiting for it to appear.
