@@ -153,14 +153,7 @@ func (r *rig) compare(t *testing.T, scenario string, pairs int, bEnv ...string) 
 	if err := r.st.PutComparison(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	wr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: rec.WorkflowID, TaskQueue: activities.GeneralQueue},
-		workflows.CompareWorkflowName, p.Input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wr.Get(ctx, nil); err != nil {
-		t.Fatalf("comparison: %v", err)
-	}
+	r.execute(ctx, t, rec.WorkflowID, workflows.CompareWorkflowName, p.Input)
 	c, err := r.st.GetComparison(ctx, rec.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -188,14 +181,8 @@ func (r *rig) soak(t *testing.T, scenario string, duration time.Duration, env ma
 	if err := r.st.PutRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	wr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue},
-		workflows.WorkflowName, workflows.SoakInput{RunID: run.ID, Name: run.Name, Duration: duration, Window: time.Second, TargetEnv: env, HostWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wr.Get(ctx, nil); err != nil {
-		t.Fatalf("soak: %v", err)
-	}
+	r.execute(ctx, t, run.WorkflowID, workflows.WorkflowName,
+		workflows.SoakInput{RunID: run.ID, Name: run.Name, Duration: duration, Window: time.Second, TargetEnv: env, HostWait: time.Minute})
 	got, err := r.st.GetRun(ctx, run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +192,19 @@ func (r *rig) soak(t *testing.T, scenario string, duration time.Duration, env ma
 		t.Fatal(err)
 	}
 	return got, fs
+}
+
+// execute runs workflow with input as workflow id on the general queue and
+// waits for it to end.
+func (r *rig) execute(ctx context.Context, t *testing.T, id, workflow string, input any) {
+	t.Helper()
+	wr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflow, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.Get(ctx, nil); err != nil {
+		t.Fatalf("%s %s: %v", workflow, id, err)
+	}
 }
 
 func cpuVerdict(c store.Comparison, metric string) analysis.Verdict {
