@@ -139,7 +139,7 @@ func TestBadScenarioIsNotRetried(t *testing.T) {
 
 func TestAnalyzeStoresFindings(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: strings.Replace(hello, "ops:", "load: {warmup: 5s}\nops:", 1)})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: strings.Replace(activitiestest.Hello, "ops:", "load: {warmup: 5s}\nops:", 1)})
 	_ = st.PutWindow(context.Background(), window.Window{RunID: "r1", Incarnation: 1, Index: 0, Requests: 10, OK: 10})
 	var seen int
 	var warm time.Duration
