@@ -20,15 +20,6 @@ import (
 	"github.com/longhaul-dev/longhaul/window"
 )
 
-const hello = `name: hello
-environment:
-  target: {url: "http://127.0.0.1:8080"}
-ops:
-  - name: get
-    weight: 1
-    request: {method: GET, path: /items}
-`
-
 // execute runs activity fn with args in env and decodes its result as a
 // T; an error from either ends the test.
 func execute[T any](t *testing.T, env *testsuite.TestActivityEnvironment, fn any, args ...any) T {
@@ -82,7 +73,7 @@ func TestBegin(t *testing.T) {
 	st := &activitiestest.Store{}
 	a := &activities.Activities{Store: st}
 	env := newEnv(a)
-	in := activities.BeginInput{RunID: "r1", Name: "hello", Scenario: hello, WorkflowID: "wf"}
+	in := activities.BeginInput{RunID: "r1", Name: "hello", Scenario: activitiestest.Hello, WorkflowID: "wf"}
 	for i := 0; i < 2; i++ { // idempotent
 		if _, err := env.ExecuteActivity(a.Begin, in); err != nil {
 			t.Fatalf("Begin #%d: %v", i+1, err)
@@ -92,7 +83,7 @@ func TestBegin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != store.Pending || r.Kind != "soak" || r.Scenario != hello || r.WorkflowID != "wf" {
+	if r.Status != store.Pending || r.Kind != "soak" || r.Scenario != activitiestest.Hello || r.WorkflowID != "wf" {
 		t.Errorf("run = %+v", r)
 	}
 
@@ -105,7 +96,7 @@ func TestBegin(t *testing.T) {
 
 func TestProvisionRecordsEnvironment(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	a := &activities.Activities{Store: st, Provisioner: prov}
 	env := newEnv(a)
@@ -121,7 +112,7 @@ func TestProvisionRecordsEnvironment(t *testing.T) {
 
 func TestProvisionFailureIsNotRetried(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	a := &activities.Activities{Store: st, Provisioner: &activitiestest.Provisioner{Fail: errors.New("no docker engine")}}
 	env := newEnv(a)
 	_, err := env.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "r1", Incarnation: 1})
@@ -148,7 +139,7 @@ func TestBadScenarioIsNotRetried(t *testing.T) {
 
 func TestAnalyzeStoresFindings(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: strings.Replace(hello, "ops:", "load: {warmup: 5s}\nops:", 1)})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: strings.Replace(activitiestest.Hello, "ops:", "load: {warmup: 5s}\nops:", 1)})
 	_ = st.PutWindow(context.Background(), window.Window{RunID: "r1", Incarnation: 1, Index: 0, Requests: 10, OK: 10})
 	var seen int
 	var warm time.Duration
@@ -174,7 +165,7 @@ func TestAnalyzeStoresFindings(t *testing.T) {
 // store with the run id and incarnation, and the drive reports where it ended.
 func TestDriveCommitsWindows(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	drv := &activitiestest.Driver{}
@@ -306,7 +297,7 @@ func equalInts(a, b []int) bool {
 // readings are missing.
 func TestDriveRecordsProbesThatCannotStart(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	a := &activities.Activities{Store: st, Provisioner: prov, Driver: &activitiestest.Driver{},

@@ -56,7 +56,7 @@ var _ activities.DatabaseRestarter = (*dbProvisioner)(nil)
 func dbKillDrive(t *testing.T, prov *dbProvisioner, total int) (*activitiestest.Store, error) {
 	t.Helper()
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	drv := &activitiestest.Driver{Before: func(_ context.Context, _ int, index int) error {
 		if index == 2 {

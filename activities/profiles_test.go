@@ -36,7 +36,7 @@ func (p *profilingProber) FinishProfiles() []probes.TakenProfile {
 // requests; of the heap profiles only the incarnation's first and latest.
 func TestDriveStoresProfiles(t *testing.T) {
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	pr := &profilingProber{}

@@ -36,7 +36,7 @@ func TestProvisionPublishesInspector(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &activitiestest.Store{}
-			_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello + tt.probes})
+			_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello + tt.probes})
 			prov := &recordingProvisioner{}
 			a := &activities.Activities{Store: st, Provisioner: prov}
 			env := newEnv(a)

@@ -63,7 +63,7 @@ type syncBuffer = lockedbuf.Buffer
 func TestDriveTakesTheNamespaceRoute(t *testing.T) {
 	target, served := namespacedTarget(t)
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	envDesc.TargetURL, envDesc.Route, envDesc.NetNS = closedPort(t), "netns", &target
@@ -96,7 +96,7 @@ func TestDriveFallsBackToThePublishedPort(t *testing.T) {
 	target, _ := namespacedTarget(t)
 	target.ID = "net:[1]"
 	st := &activitiestest.Store{}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	envDesc.Route, envDesc.NetNS = "netns", &target

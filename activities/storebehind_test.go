@@ -37,7 +37,7 @@ func (s *flakyStore) PutWindow(ctx context.Context, w window.Window) error {
 func flakyDrive(t *testing.T, limit time.Duration, before func(ctx context.Context, st *flakyStore, index int) error) (*flakyStore, activities.DriveResult, error) {
 	t.Helper()
 	st := &flakyStore{Store: &activitiestest.Store{}}
-	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: hello})
+	_ = st.PutRun(context.Background(), store.Run{ID: "r1", Name: "hello", Scenario: activitiestest.Hello})
 	prov := &activitiestest.Provisioner{}
 	envDesc, _ := prov.Provision(context.Background(), activities.ProvisionRequest{RunID: "r1", Incarnation: 1})
 	drv := &activitiestest.Driver{Before: func(ctx context.Context, _ int, index int) error { return before(ctx, st, index) }}

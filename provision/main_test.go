@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/longhaul-dev/longhaul/internal/testbin"
 )
 
 // helperEnv switches the test binary into a helper process (see TestMain).
@@ -51,40 +51,15 @@ func TestMain(m *testing.M) {
 		select {}
 	}
 	code := m.Run()
-	if targetDir != "" {
-		os.RemoveAll(targetDir)
-	}
+	testbin.Remove()
 	os.Exit(code)
 }
 
-var (
-	targetOnce sync.Once
-	targetDir  string
-	targetPath string
-	targetErr  error
-)
-
-// targetBinary builds testdata/target statically (CGO_ENABLED=0: it runs
-// FROM scratch too) once per test process.
+// targetBinary builds testdata/target (a module of its own) statically
+// (CGO_ENABLED=0: it runs FROM scratch too) once per test process.
 func targetBinary(t *testing.T) string {
 	t.Helper()
-	targetOnce.Do(func() {
-		targetDir, targetErr = os.MkdirTemp("", "longhaul-provision-test-")
-		if targetErr != nil {
-			return
-		}
-		targetPath = filepath.Join(targetDir, "target")
-		cmd := exec.Command("go", "build", "-o", targetPath, ".")
-		cmd.Dir = filepath.Join("testdata", "target")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			targetErr = fmt.Errorf("build test target: %v\n%s", err, out)
-		}
-	})
-	if targetErr != nil {
-		t.Fatal(targetErr)
-	}
-	return targetPath
+	return testbin.Build(t, filepath.Join("testdata", "target"), "CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off")
 }
 
 // testLogger sends provider logs to the test log.

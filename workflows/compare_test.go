@@ -97,7 +97,7 @@ func newCompareFixture(t *testing.T) *compareFixture {
 	// longer than the default 1 s deadlock detection without any deadlock.
 	f.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
 	err := f.store.PutComparison(context.Background(), store.Comparison{
-		ID: "c1", Name: "hello", Status: store.Pending, Scenario: helloYAML,
+		ID: "c1", Name: "hello", Status: store.Pending, Scenario: activitiestest.Hello,
 		A: store.Build{}, B: store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}},
 		Order: OrderABBA, Pairs: 3, RoundDuration: 4 * time.Second, Window: time.Second,
 	})
@@ -366,7 +366,7 @@ func TestComparePoolsEarlierNoise(t *testing.T) {
 	c1 := f.comparison(t)
 	c1.CreatedAt = now
 	earlier := func(id, host string, created time.Time, round time.Duration) store.Comparison {
-		return store.Comparison{ID: id, Name: "hello", Status: store.Completed, Scenario: helloYAML, Host: host, CreatedAt: created,
+		return store.Comparison{ID: id, Name: "hello", Status: store.Completed, Scenario: activitiestest.Hello, Host: host, CreatedAt: created,
 			RoundDuration: round, Window: time.Second,
 			Verdicts: []analysis.Verdict{{Metric: analysis.MetricCPUMicrosPerReq, Pairs: 3, SD: 0.01}}}
 	}

@@ -105,7 +105,7 @@ func TestScheduledSoakRecordsARejectedNotification(t *testing.T) {
 	st := &activitiestest.Store{}
 	prov := &activitiestest.Provisioner{Fail: context.DeadlineExceeded}
 	env := scheduledEnv(t, st, prov, nil)
-	env.ExecuteWorkflow(ScheduledWorkflowName, ScheduledInput{Schedule: "nightly", Name: "hello", Scenario: helloYAML,
+	env.ExecuteWorkflow(ScheduledWorkflowName, ScheduledInput{Schedule: "nightly", Name: "hello", Scenario: activitiestest.Hello,
 		Duration: 2 * time.Second, Window: time.Second, Notify: hook.URL})
 	var res ScheduledResult
 	if err := env.GetWorkflowResult(&res); err == nil {
@@ -134,9 +134,9 @@ func runScheduledCompare(t *testing.T, cpuB float64, hook string) (store.Compari
 	cin := f.in
 	cin.ComparisonID = ""
 	in := ScheduledInput{Schedule: "nightly-ab", Name: "hello", File: "hello.yaml", Notify: hook, UIURL: "http://ui", Compare: &ScheduledCompare{
-		Record: store.Comparison{Name: "hello", Status: store.Pending, Scenario: helloYAML, Order: OrderABBA, Pairs: 3,
+		Record: store.Comparison{Name: "hello", Status: store.Pending, Scenario: activitiestest.Hello, Order: OrderABBA, Pairs: 3,
 			B: store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}}, RoundDuration: 4 * time.Second, Window: time.Second},
-		Scenario: helloYAML, Input: cin,
+		Scenario: activitiestest.Hello, Input: cin,
 	}}
 	f.env.ExecuteWorkflow(ScheduledWorkflowName, in)
 	if !f.env.IsWorkflowCompleted() {

@@ -24,15 +24,6 @@ import (
 	"github.com/longhaul-dev/longhaul/window"
 )
 
-const helloYAML = `name: hello
-environment:
-  target: {url: "http://127.0.0.1:8080"}
-ops:
-  - name: get
-    weight: 1
-    request: {method: GET, path: /items}
-`
-
 // fixture is one soak under the test environment with fake dependencies.
 type fixture struct {
 	env   *testsuite.TestWorkflowEnvironment
@@ -59,7 +50,7 @@ func newFixtureWith(t *testing.T, windows int, st *activitiestest.Store, prov *a
 		prov:  prov,
 		drv:   &activitiestest.Driver{},
 	}
-	f.in = SoakInput{RunID: "r1", Name: "hello", Scenario: helloYAML, Duration: time.Duration(windows) * time.Second, Window: time.Second}
+	f.in = SoakInput{RunID: "r1", Name: "hello", Scenario: activitiestest.Hello, Duration: time.Duration(windows) * time.Second, Window: time.Second}
 	acts := &activities.Activities{
 		Store: f.store, Provisioner: f.prov, Driver: f.drv, HostTaskQueue: "longhaul-host-test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -444,7 +435,7 @@ func TestSoakAnalysesEveryEnd(t *testing.T) {
 // result is stored with the run.
 func TestSoakStoppedByThreshold(t *testing.T) {
 	f := newFixture(t, 10)
-	f.in.Scenario = helloYAML + "thresholds:\n  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}\n"
+	f.in.Scenario = activitiestest.Hello + "thresholds:\n  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}\n"
 	f.drv.Shape = func(_, i int, w *window.Window) {
 		if i >= 3 {
 			w.LatencyMs.P50 = 25

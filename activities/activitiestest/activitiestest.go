@@ -21,6 +21,19 @@ import (
 	"github.com/longhaul-dev/longhaul/window"
 )
 
+// Hello is a minimal scenario: one GET /items op on a target at a fixed
+// URL, which the fakes never dial. The tests of activities and workflows
+// store it as their runs' scenario, and cmd/longhaul's replay_gen_test.go
+// records workflows' replay histories with it.
+const Hello = `name: hello
+environment:
+  target: {url: "http://127.0.0.1:8080"}
+ops:
+  - name: get
+    weight: 1
+    request: {method: GET, path: /items}
+`
+
 // Store is an in-memory store.Store. The zero value is ready to use.
 type Store struct {
 	mu       sync.Mutex

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longhaul-dev/longhaul/internal/demomix"
 	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/report"
 	"github.com/longhaul-dev/longhaul/store"
@@ -24,24 +25,11 @@ import (
 // comparison.
 
 // compareScenario drives the demo target (local provider, its own SQLite
-// per process, so every round's environment is fresh) with the list op
-// (GET /items, the one DEMO_RESPONSE_VARIANT changes) and a create op.
+// per process, so every round's environment is fresh) with
+// demomix.ListCreate: the list op is the one DEMO_RESPONSE_VARIANT changes.
 func compareScenario(t *testing.T, bin string) string {
 	t.Helper()
-	return writeScenario(t, localYAML("e2e-compare", "{vus: 4, duration: 4s, window: 1s, warmup: 1s, timeout: 5s}", bin, "30s")+`ops:
-  - name: list
-    weight: 3
-    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
-  - name: create
-    weight: 1
-    request:
-      method: POST
-      path: /items
-      json: {bucket: "{{ randInt 0 9 }}", title: "{{ randString 8 16 }}"}
-    expect: {status: [201]}
-probes:
-  process: true
-`)
+	return writeScenario(t, localYAML("e2e-compare", "{vus: 4, duration: 4s, window: 1s, warmup: 1s, timeout: 5s}", bin, "30s")+demomix.ListCreate+"probes:\n  process: true\n")
 }
 
 // compareRun is one finished in-process `longhaul compare`.

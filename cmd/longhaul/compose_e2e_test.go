@@ -162,11 +162,7 @@ func TestComposeStack(t *testing.T) {
 			t.Fatalf("longhaul run --detach exit %d; stderr:\n%s", code, r.stderr.String())
 		}
 	}
-	rs, err := store.Open(context.Background(), results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
+	rs := openStore(t, results)
 	var runs []store.Run
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/longhaul-dev/longhaul/datadir"
 	"github.com/longhaul-dev/longhaul/internal/freeport"
 	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
+	"github.com/longhaul-dev/longhaul/internal/testbin"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
 	"github.com/longhaul-dev/longhaul/workflows"
@@ -44,47 +44,20 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
-	if soakTargetPath != "" {
-		os.RemoveAll(filepath.Dir(soakTargetPath))
-	}
+	testbin.Remove()
 	os.Exit(code)
 }
-
-var (
-	soakTargetOnce sync.Once
-	soakTargetPath string
-	soakTargetErr  error
-)
 
 // soakTarget builds testdata/soaktarget once per test binary.
 func soakTarget(t *testing.T) string {
 	t.Helper()
-	soakTargetOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "longhaul-soaktarget-")
-		if err != nil {
-			soakTargetErr = err
-			return
-		}
-		soakTargetPath = filepath.Join(dir, "soaktarget")
-		out, err := exec.Command("go", "build", "-o", soakTargetPath, "./testdata/soaktarget").CombinedOutput()
-		if err != nil {
-			soakTargetErr = fmt.Errorf("build soaktarget: %v\n%s", err, out)
-		}
-	})
-	if soakTargetErr != nil {
-		t.Fatal(soakTargetErr)
-	}
-	return soakTargetPath
+	return testbin.Build(t, "testdata/soaktarget")
 }
 
-// buildDemoTarget builds examples/demo-target into a directory of t's.
+// buildDemoTarget builds examples/demo-target once per test binary.
 func buildDemoTarget(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "demo-target")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/demo-target").CombinedOutput(); err != nil {
-		t.Fatalf("build the demo target: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Build(t, "../../examples/demo-target")
 }
 
 // ---- Scenarios.
@@ -402,15 +375,23 @@ func waitGone(t *testing.T, pid int) {
 
 // ---- The store a test reads back.
 
-// storeOf opens the store the commands use under dataDir.
-func storeOf(t *testing.T, dataDir string) store.Store {
+// openStore opens the store at dsn (an SQLite file or a PostgreSQL URL),
+// closed when t ends: after the test's own deferred calls, before the
+// cleanups registered earlier (the database's removal, the stack's down).
+func openStore(t *testing.T, dsn string) store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(dataDir, datadir.StoreFile))
+	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// storeOf opens the store the commands use under dataDir (see openStore).
+func storeOf(t *testing.T, dataDir string) store.Store {
+	t.Helper()
+	return openStore(t, filepath.Join(dataDir, datadir.StoreFile))
 }
 
 // onlyRun returns the one run in st, waiting for it to appear.

@@ -27,15 +27,6 @@ import (
 
 var updateHistories = flag.Bool("update-histories", false, "regenerate workflows/testdata/soak-*.json against the embedded server")
 
-const replayScenario = `name: hello
-environment:
-  target: {url: "http://127.0.0.1:8080"}
-ops:
-  - name: get
-    weight: 1
-    request: {method: GET, path: /items}
-`
-
 // TestGenerateSoakHistories records the histories that workflows'
 // replay test replays: a clean soak and a cancelled one, run by the real
 // embedded server with fake activities' dependencies. Regenerate them (and
@@ -64,7 +55,7 @@ func TestGenerateSoakHistories(t *testing.T) {
 	})
 
 	start := func(id string, scenario ...string) client.WorkflowRun {
-		in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 4 * time.Second, Window: time.Second}
+		in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: activitiestest.Hello, Duration: 4 * time.Second, Window: time.Second}
 		if len(scenario) > 0 {
 			in.Scenario = scenario[0]
 		}
@@ -90,7 +81,7 @@ func TestGenerateSoakHistories(t *testing.T) {
 	}
 	writeHistory(t, c, "replay-cancelled", "soak-cancelled.json")
 
-	stopped := start("replay-threshold-abort", replayScenario+"thresholds:\n  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}\n")
+	stopped := start("replay-threshold-abort", activitiestest.Hello+"thresholds:\n  - {metric: p50_ms, max: 10, scope: window, windows: 2, abort: true}\n")
 	var res workflows.SoakResult
 	if err := stopped.Get(ctx, &res); err != nil || res.Reason == "" {
 		t.Fatalf("soak stopped by a threshold: %+v, %v", res, err)
@@ -145,7 +136,7 @@ func TestGenerateCompareHistories(t *testing.T) {
 		{"replay-compare-rerun", "compare-rerun.json", true},
 	} {
 		err := st.PutComparison(ctx, store.Comparison{
-			ID: tc.id, Name: "hello", Status: store.Pending, Scenario: replayScenario,
+			ID: tc.id, Name: "hello", Status: store.Pending, Scenario: activitiestest.Hello,
 			B:     store.Build{Env: map[string]string{"DEMO_CPU_BURN_US": "10"}},
 			Order: workflows.OrderABBA, Pairs: 3, RoundDuration: 2 * time.Second, Window: time.Second,
 		})
@@ -206,11 +197,11 @@ func startReplayWorker(t *testing.T, c client.Client, quiet *slog.Logger, acts *
 	t.Cleanup(w.Stop)
 }
 
-// soakToEnd runs a 3 s soak of replayScenario as workflow id and waits for
+// soakToEnd runs a 3 s soak of activitiestest.Hello as workflow id and waits for
 // its end, which must be clean.
 func soakToEnd(ctx context.Context, t *testing.T, c client.Client, id string) {
 	t.Helper()
-	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: replayScenario, Duration: 3 * time.Second, Window: time.Second}
+	in := workflows.SoakInput{RunID: id, Name: "hello", Scenario: activitiestest.Hello, Duration: 3 * time.Second, Window: time.Second}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflows.WorkflowName, in)
 	if err != nil {
 		t.Fatal(err)

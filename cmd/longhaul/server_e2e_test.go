@@ -84,11 +84,7 @@ func TestServerOnPostgres(t *testing.T) {
 	if code := r.wait(t); code != exitOK {
 		t.Fatalf("longhaul run exit %d, want 0; stderr:\n%s", code, r.stderr.String())
 	}
-	st, err := store.Open(context.Background(), results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, results)
 	run, err := st.GetRun(context.Background(), onlyRun(t, st).ID)
 	if err != nil {
 		t.Fatal(err)

@@ -87,11 +87,7 @@ func newPgCtlCluster(t *testing.T) *pgCtlCluster {
 // returns it with its one run, once the run's window index is stored.
 func runInStore(t *testing.T, dsn string, index int) (store.Store, store.Run) {
 	t.Helper()
-	st, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, dsn)
 	run := onlyRun(t, st)
 	waitWindow(t, st, run.ID, index)
 	return st, run

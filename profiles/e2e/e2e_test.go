@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,9 @@ import (
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/devserver"
 	"github.com/longhaul-dev/longhaul/devserver/devservertest"
+	"github.com/longhaul-dev/longhaul/internal/demomix"
 	"github.com/longhaul-dev/longhaul/internal/freeport"
+	"github.com/longhaul-dev/longhaul/internal/testbin"
 	"github.com/longhaul-dev/longhaul/launch"
 	"github.com/longhaul-dev/longhaul/profiles"
 	"github.com/longhaul-dev/longhaul/soakworker"
@@ -74,35 +75,18 @@ func (discardSDKLog) Info(string, ...any)  {}
 func (discardSDKLog) Warn(string, ...any)  {}
 func (discardSDKLog) Error(string, ...any) {}
 
-var (
-	demoOnce sync.Once
-	demoBin  string
-	demoErr  error
-)
-
-// demoTarget builds examples/demo-target once per test binary.
+// demoTarget builds examples/demo-target (static, as its image does) once
+// per test binary.
 func demoTarget(t *testing.T) string {
 	t.Helper()
-	demoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "longhaul-profiles-e2e-")
-		if err != nil {
-			demoErr = err
-			return
-		}
-		demoBin = filepath.Join(dir, "demo-target")
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "examples", "demo-target")
-		cmd := exec.Command("go", "build", "-o", demoBin, ".")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			demoErr = fmt.Errorf("build the demo target: %v\n%s", err, out)
-		}
-	})
-	if demoErr != nil {
-		t.Fatal(demoErr)
-	}
-	return demoBin
+	return testbin.Build(t, "../../examples/demo-target", "CGO_ENABLED=0")
+}
+
+// TestMain removes the demo target the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }
 
 // demoScenario is the demo target (SQLite, local provider) under a mix of
@@ -131,22 +115,11 @@ environment:
     %s
     health: /health
     health_timeout: 30s
-ops:
-  - name: list
-    weight: 3
-    request: {method: GET, path: /items, query: {bucket: "{{ randInt 0 9 }}", limit: "20"}}
-  - name: create
-    weight: 1
-    request:
-      method: POST
-      path: /items
-      json: {bucket: "{{ randInt 0 9 }}", title: "{{ randString 8 16 }}"}
-    expect: {status: [201]}
-probes:
+%sprobes:
   process: true
   heap: {metric: {}}
   profile: %s
-`, duration, provider, target, profile)
+`, duration, provider, target, demomix.ListCreate, profile)
 }
 
 func writeFile(t *testing.T, name, text string) string {
@@ -180,14 +153,7 @@ func (r *rig) compare(t *testing.T, scenario string, pairs int, bEnv ...string) 
 	if err := r.st.PutComparison(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	wr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: rec.WorkflowID, TaskQueue: activities.GeneralQueue},
-		workflows.CompareWorkflowName, p.Input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wr.Get(ctx, nil); err != nil {
-		t.Fatalf("comparison: %v", err)
-	}
+	r.execute(ctx, t, rec.WorkflowID, workflows.CompareWorkflowName, p.Input)
 	c, err := r.st.GetComparison(ctx, rec.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -215,14 +181,8 @@ func (r *rig) soak(t *testing.T, scenario string, duration time.Duration, env ma
 	if err := r.st.PutRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	wr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: run.WorkflowID, TaskQueue: activities.GeneralQueue},
-		workflows.WorkflowName, workflows.SoakInput{RunID: run.ID, Name: run.Name, Duration: duration, Window: time.Second, TargetEnv: env, HostWait: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wr.Get(ctx, nil); err != nil {
-		t.Fatalf("soak: %v", err)
-	}
+	r.execute(ctx, t, run.WorkflowID, workflows.WorkflowName,
+		workflows.SoakInput{RunID: run.ID, Name: run.Name, Duration: duration, Window: time.Second, TargetEnv: env, HostWait: time.Minute})
 	got, err := r.st.GetRun(ctx, run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +192,19 @@ func (r *rig) soak(t *testing.T, scenario string, duration time.Duration, env ma
 		t.Fatal(err)
 	}
 	return got, fs
+}
+
+// execute runs workflow with input as workflow id on the general queue and
+// waits for it to end.
+func (r *rig) execute(ctx context.Context, t *testing.T, id, workflow string, input any) {
+	t.Helper()
+	wr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: activities.GeneralQueue}, workflow, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.Get(ctx, nil); err != nil {
+		t.Fatalf("%s %s: %v", workflow, id, err)
+	}
 }
 
 func cpuVerdict(c store.Comparison, metric string) analysis.Verdict {
