@@ -15,6 +15,30 @@ import (
 // the asked process and incarnation (or window).
 var ErrNoLogs = errors.New("no kept output")
 
+// ErrBadLogQuery marks a LogQuery that selects nothing whatever the run
+// holds (LogQuery.Check): the user's to fix.
+var ErrBadLogQuery = errors.New("bad logs query")
+
+// badLogQuery is an ErrBadLogQuery whose text is only what is wrong.
+type badLogQuery string
+
+func (e badLogQuery) Error() string        { return string(e) }
+func (e badLogQuery) Is(target error) bool { return target == ErrBadLogQuery }
+
+// Check returns an ErrBadLogQuery saying what is wrong with q, asked of
+// a live run's output (follow) or of the kept output.
+func (q LogQuery) Check(follow bool) error {
+	switch {
+	case q.Incarnation < 0:
+		return badLogQuery("--incarnation is 1 or more (0: all)")
+	case q.OneWindow && q.Window < 0:
+		return badLogQuery("--window is 0 or more (the run's first window is 0)")
+	case follow && (q.Incarnation != 0 || q.OneWindow):
+		return badLogQuery("--follow shows the live incarnation; --incarnation and --window pick kept output")
+	}
+	return nil
+}
+
 // LogQuery selects a run's kept output: of Source ("target" or
 // "database") and Incarnation (0: every incarnation); with OneWindow only
 // the lines printed during window Window.

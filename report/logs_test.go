@@ -121,3 +121,32 @@ func mustLogs(t *testing.T, st store.Logs) []store.TargetLog {
 	}
 	return ls
 }
+
+// TestLogQueryCheck: a query that can select nothing is the user's to fix
+// (ErrBadLogQuery, its text only what is wrong); the rest pass.
+func TestLogQueryCheck(t *testing.T) {
+	for _, c := range []struct {
+		q      LogQuery
+		follow bool
+		want   string
+	}{
+		{LogQuery{Incarnation: -1}, false, "--incarnation is 1 or more (0: all)"},
+		{LogQuery{OneWindow: true, Window: -3}, false, "--window is 0 or more (the run's first window is 0)"},
+		{LogQuery{Incarnation: 2}, true, "--follow shows the live incarnation; --incarnation and --window pick kept output"},
+		{LogQuery{OneWindow: true}, true, "--follow shows the live incarnation; --incarnation and --window pick kept output"},
+		{LogQuery{Incarnation: 2, OneWindow: true, Window: 0}, false, ""},
+		{LogQuery{Window: -1}, false, ""}, // no --window: Window is not used
+		{LogQuery{}, true, ""},
+	} {
+		err := c.q.Check(c.follow)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v follow=%v: %v, want no error", c.q, c.follow, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != c.want || !errors.Is(err, ErrBadLogQuery) {
+			t.Errorf("%+v follow=%v: %v, want %q (ErrBadLogQuery)", c.q, c.follow, err, c.want)
+		}
+	}
+}

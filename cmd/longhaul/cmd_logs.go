@@ -29,20 +29,16 @@ tail -f, until the run ends (on its environment's host).`,
 		Example: "  longhaul logs 0199a3c4-...\n  longhaul logs 0199a3c4-... --database --incarnation 2 | less\n  longhaul logs 0199a3c4-... --window 7\n  longhaul logs -f 0199a3c4-...",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			oneWindow := cmd.Flags().Changed("window")
-			switch {
-			case inc < 0:
-				return badInputf("--incarnation is 1 or more (0: all)")
-			case live && (inc != 0 || oneWindow):
-				return badInputf("--follow shows the live incarnation; --incarnation and --window pick kept output")
+			q := report.LogQuery{Source: "target", Incarnation: inc, OneWindow: cmd.Flags().Changed("window"), Window: win}
+			if database {
+				q.Source = "database"
+			}
+			if err := q.Check(live); err != nil {
+				return err
 			}
 			return a.withStore(cmd.Context(), f, func(st store.Store, where string) error {
 				if _, err := st.GetRun(cmd.Context(), args[0]); errors.Is(err, store.ErrNotFound) {
 					return badInputf("no run %s in %s", args[0], where)
-				}
-				q := report.LogQuery{Source: "target", Incarnation: inc, OneWindow: oneWindow, Window: win}
-				if database {
-					q.Source = "database"
 				}
 				return follow.Logs(cmd.Context(), st, args[0], q, live, a.stdout, provision.OutputFollower(provision.Options{Logger: discard}), follow.LogsPoll)
 			})

@@ -147,7 +147,7 @@ func (a *app) rootCmd() *cobra.Command {
 // userErrors are the packages' errors that are the user's to fix (a name,
 // file, flag value or address), whichever command returns them: exit 2,
 // like badInput.
-var userErrors = []error{soakworker.ErrUnusable, driver.ErrInvalid, schedule.ErrNotFound, schedule.ErrExists, schedule.ErrInvalid, interop.ErrBadInput, history.ErrUnknownMetric, report.ErrNoLogs}
+var userErrors = []error{soakworker.ErrUnusable, driver.ErrInvalid, schedule.ErrNotFound, schedule.ErrExists, schedule.ErrInvalid, interop.ErrBadInput, history.ErrUnknownMetric, report.ErrNoLogs, report.ErrBadLogQuery}
 
 // isBadInput: exit 2.
 func isBadInput(err error) bool {
