@@ -560,22 +560,27 @@ func startError(ctx context.Context, cli client.APIClient, ctr *testcontainers.D
 	return errWithTail(fmt.Errorf("%w: %s", ErrNotReady, oneLine(err)), "the container's log", containerTail(ctx, cli, ctr.GetContainerID()))
 }
 
-// loopbackBinding publishes port on a random 127.0.0.1 port only.
 // moduleEndpoint is the endpoint of a database container that a
 // testcontainers module started (ctr may be nil, or the partial container,
-// when err is set), and err with the container's state and log tail.
-func (d *Docker) moduleEndpoint(ctx context.Context, kind, img string, ctr testcontainers.Container, err error) (*DatabaseEndpoint, error) {
+// when err is set) and the 127.0.0.1 port its container port is published
+// on, or err with the container's state and log tail.
+func (d *Docker) moduleEndpoint(ctx context.Context, kind, img string, ctr testcontainers.Container, port string, err error) (*DatabaseEndpoint, int, error) {
 	db := &DatabaseEndpoint{Kind: kind, Image: img}
 	dc, _ := ctr.(*testcontainers.DockerContainer)
 	if dc != nil {
 		db.Process.ContainerID = dc.GetContainerID()
 	}
 	if err != nil {
-		return db, fmt.Errorf("start %s %s: %w", kind, img, startError(ctx, d.cli, dc, err))
+		return db, 0, fmt.Errorf("start %s %s: %w", kind, img, startError(ctx, d.cli, dc, err))
 	}
-	return db, nil
+	mapped, err := ctr.MappedPort(ctx, port)
+	if err != nil {
+		return db, 0, fmt.Errorf("start %s: mapped port: %w", kind, err)
+	}
+	return db, int(mapped.Num()), nil
 }
 
+// loopbackBinding publishes port on a random 127.0.0.1 port only.
 func loopbackBinding(port string) network.PortMap {
 	p := network.MustParsePort(port)
 	return network.PortMap{p: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: ""}}}

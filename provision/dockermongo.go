@@ -49,15 +49,11 @@ func (d *Docker) startMongo(ctx context.Context, env Environment, img string, of
 	if ctr != nil {
 		c = ctr.Container
 	}
-	db, err := d.moduleEndpoint(ctx, kind, img, c, err)
+	db, hostPort, err := d.moduleEndpoint(ctx, kind, img, c, "27017/tcp", err)
 	if err != nil {
 		return db, nil, err
 	}
-	mapped, err := ctr.MappedPort(ctx, "27017/tcp")
-	if err != nil {
-		return db, nil, fmt.Errorf("start %s: mapped port: %w", kind, err)
-	}
-	db.URL = mongoURL("127.0.0.1", int(mapped.Num()), name)
+	db.URL = mongoURL("127.0.0.1", hostPort, name)
 	db.TargetURL = mongoURL("db", 27017, name)
 	return db, &templateDB{URL: db.TargetURL, DSN: db.TargetURL, Host: "db", Port: 27017, Name: name, User: usr, Password: pw}, nil
 }

@@ -70,15 +70,11 @@ func (d *Docker) startMySQL(ctx context.Context, env Environment, img string, of
 	if ctr != nil {
 		c = ctr.Container
 	}
-	db, err := d.moduleEndpoint(ctx, kind, img, c, err)
+	db, hostPort, err := d.moduleEndpoint(ctx, kind, img, c, "3306/tcp", err)
 	if err != nil {
 		return db, nil, err
 	}
-	mapped, err := ctr.MappedPort(ctx, "3306/tcp")
-	if err != nil {
-		return db, nil, fmt.Errorf("start %s: mapped port: %w", kind, err)
-	}
-	db.URL = mysqlURL(kind, "root", pw, "127.0.0.1", int(mapped.Num()), name)
+	db.URL = mysqlURL(kind, "root", pw, "127.0.0.1", hostPort, name)
 	db.TargetURL = mysqlURL(kind, usr, pw, "db", 3306, name)
 	return db, &templateDB{URL: db.TargetURL, DSN: mysqlserver.DriverDSN(usr, pw, "db", 3306, name), Host: "db", Port: 3306, Name: name, User: usr, Password: pw}, nil
 }
