@@ -452,9 +452,15 @@ func (a *Activities) check(ctx context.Context, env Environment) error {
 	if d <= 0 {
 		d = DefaultCheckTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
+	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	return a.Provisioner.Check(ctx, env)
+	err := a.Provisioner.Check(cctx, env)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// The provider did not answer in time (a docker engine busy under
+		// load): say that in words; the raw error is an engine URL.
+		return fmt.Errorf("no answer within %v from the %s provider; the next window checks again (%w)", d, env.Provider, context.DeadlineExceeded)
+	}
+	return err
 }
 
 // heartbeater reports the latest Progress on a ticker as well as on every
