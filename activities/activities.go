@@ -171,6 +171,9 @@ type Environment struct {
 	PID         int           `json:"pid,omitempty"`
 	ContainerID string        `json:"container_id,omitempty"`
 	DatabaseURL string        `json:"database_url,omitempty"`
+	// DatabaseBackendURL is the PostgreSQL database a FerretDB the local
+	// provider runs keeps its collections in (probes.Config's).
+	DatabaseBackendURL string `json:"database_backend_url,omitempty"`
 	// DatabasePID and DatabaseContainerID identify the database's process
 	// or container, so host-load accounting counts it as measured work.
 	DatabasePID         int    `json:"database_pid,omitempty"`

@@ -125,7 +125,7 @@ func ServerProbes(logger *slog.Logger) ProberFactory {
 		s, err := probes.New(probes.Config{
 			Spec: spec, TargetURL: route.URL, Dial: route.Dial, PID: env.PID, ContainerID: env.ContainerID,
 			TCPTables:   route.tcpTables(env.PID),
-			DatabaseURL: env.DatabaseURL, SQLitePath: sqlitePath, Logger: logger,
+			DatabaseURL: env.DatabaseURL, DatabaseBackendURL: env.DatabaseBackendURL, SQLitePath: sqlitePath, Logger: logger,
 		})
 		if err != nil {
 			route.Close()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -40,7 +41,13 @@ import (
 //     MongoTotals, for window.Database.KeysExamined and ScanAndOrder.
 //
 // FerretDB offers none of the query metrics: MongoTotals.Absent names what
-// the server did not answer, and the collections then carry documents only.
+// the server did not answer, and the collections then carry documents only
+// — unless the reader knows the PostgreSQL database FerretDB keeps them in
+// (SetBackend; the local provider runs FerretDB so): each collection is a
+// table there, and its PostgreSQL statistics are its documents (n_live_tup),
+// its collection scans and the documents they read (seq_scan,
+// seq_tup_read) and the documents read through indexes (idx_scan,
+// idx_tup_fetch), exactly, as the PostgreSQL probe reads them.
 //
 // It is safe for concurrent use (calls are serialised); the driver
 // reconnects by itself after a lost connection.
@@ -54,7 +61,28 @@ type MongoStatsReader struct {
 	sent   int64             // commands this reader sent (counted in opcounters.command)
 	prev   *mongoRaw         // the previous reading's raw counters
 	cum    map[string]*PGTable
+
+	backend     *PGStatsReader    // FerretDB's PostgreSQL database; nil if not known
+	backendURL  string            // its DSN, for the collection names
+	collections map[string]string // FerretDB's table (schema.table) → collection
 }
+
+// SetBackend tells the reader the PostgreSQL database (a postgres:// DSN)
+// that the server, a FerretDB, keeps its collections in. Call it before the
+// first reading.
+func (r *MongoStatsReader) SetBackend(dsn string) error {
+	b, err := NewPGStatsReader(dsn)
+	if err != nil {
+		return err
+	}
+	r.backend, r.backendURL, r.collections = b, dsn, map[string]string{}
+	return nil
+}
+
+// hasBackend reports whether the reader reads FerretDB's PostgreSQL
+// statistics: those are published as PostgreSQL's are, at most once a
+// second, so the sampler waits out the same delay.
+func (r *MongoStatsReader) hasBackend() bool { return r.backend != nil }
 
 // MongoTotals is what a MongoDB reading holds beyond PGStats: cumulative
 // counters of the whole server, and the readings it does not offer.
@@ -119,12 +147,96 @@ func (r *MongoStatsReader) ReadTotals(ctx context.Context) (PGStats, MongoTotals
 		}
 		r.client = c
 	}
+	if r.backend != nil {
+		return r.readBackend(ctx)
+	}
 	raw, err := r.readRaw(ctx)
 	if err != nil {
 		return PGStats{}, MongoTotals{}, fmt.Errorf("database probe: %w", err)
 	}
 	st, tot := r.account(raw)
 	return st, tot, nil
+}
+
+// readBackend reads a FerretDB's collections from its PostgreSQL tables'
+// statistics, and its operations from serverStatus.
+func (r *MongoStatsReader) readBackend(ctx context.Context) (PGStats, MongoTotals, error) {
+	pg, err := r.backend.Read(ctx)
+	if err != nil {
+		return PGStats{}, MongoTotals{}, err
+	}
+	schema := r.dbName + "."
+	for _, t := range pg.Tables {
+		if _, known := r.collections[t.Name]; !known && strings.HasPrefix(t.Name, schema) && t.Name != schema+ferretDBMetadataTable {
+			if err := r.loadCollections(ctx); err != nil {
+				return PGStats{}, MongoTotals{}, fmt.Errorf("database probe: %w", err)
+			}
+			break
+		}
+	}
+	st := PGStats{Tables: map[uint32]PGTable{}}
+	for _, t := range pg.Tables {
+		name, ok := r.collections[t.Name]
+		if !ok {
+			continue // FerretDB's own tables, or a collection created since
+		}
+		t.Name = name
+		st.Tables[r.id(name)] = t
+		st.TuplesReturned += t.SeqTuplesRead + t.IndexTuplesFetched
+	}
+	tot := MongoTotals{Absent: []string{window.AbsentKeysExamined, window.AbsentScanAndOrder}}
+	r.sent++
+	if status, err := r.client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw(); err == nil {
+		var ops int64
+		var has bool
+		for _, op := range []string{"insert", "query", "update", "delete", "getmore", "command"} {
+			n, ok := rawInt(status, "opcounters", op)
+			ops += n
+			has = has || ok
+		}
+		if has {
+			st.Statements = ops - r.sent
+		}
+	}
+	return st, tot, nil
+}
+
+// ferretDBMetadataTable is the table FerretDB 1.x keeps in each database's
+// schema that maps collections to tables.
+const ferretDBMetadataTable = "_ferretdb_database_metadata"
+
+// loadCollections reads which table holds which collection from FerretDB's
+// metadata table, over a connection of its own (it is read once per new
+// collection, not per reading).
+func (r *MongoStatsReader) loadCollections(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, r.backendURL)
+	if err != nil {
+		return fmt.Errorf("read FerretDB's collections: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT _jsonb->>'table', _jsonb->>'_id' FROM `+pgx.Identifier{r.dbName, ferretDBMetadataTable}.Sanitize())
+	if err != nil {
+		return fmt.Errorf("read FerretDB's collections: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, coll string
+		if err := rows.Scan(&table, &coll); err != nil {
+			return fmt.Errorf("read FerretDB's collections: %w", err)
+		}
+		r.collections[r.dbName+"."+table] = coll
+	}
+	return rows.Err()
+}
+
+// id is the collection's key in PGStats.Tables, the same in every reading.
+func (r *MongoStatsReader) id(name string) uint32 {
+	id, ok := r.ids[name]
+	if !ok {
+		id = uint32(len(r.ids) + 1)
+		r.ids[name] = id
+	}
+	return id
 }
 
 func (r *MongoStatsReader) readRaw(ctx context.Context) (mongoRaw, error) {
@@ -244,12 +356,7 @@ func (r *MongoStatsReader) account(raw mongoRaw) (PGStats, MongoTotals) {
 		t := r.table(name)
 		t.LiveRows = docs
 		t.SeqScans = raw.collScans[name]
-		id, ok := r.ids[name]
-		if !ok {
-			id = uint32(len(r.ids) + 1)
-			r.ids[name] = id
-		}
-		st.Tables[id] = *t
+		st.Tables[r.id(name)] = *t
 	}
 	return st, tot
 }
@@ -352,15 +459,19 @@ func rawInt(doc bson.Raw, path ...string) (int64, bool) {
 func (r *MongoStatsReader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var err error
+	if r.backend != nil {
+		err = r.backend.Close()
+	}
 	if r.client == nil {
-		return nil
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := r.client.Disconnect(ctx)
+	derr := r.client.Disconnect(ctx)
 	r.client = nil
-	if errors.Is(err, mongo.ErrClientDisconnected) {
-		err = nil
+	if errors.Is(derr, mongo.ErrClientDisconnected) {
+		derr = nil
 	}
-	return err
+	return errors.Join(err, derr)
 }

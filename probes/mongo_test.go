@@ -33,7 +33,7 @@ func TestNewMongoStatsReader(t *testing.T) {
 			t.Errorf("%q: the error shows the password: %v", tt.in, err)
 		}
 	}
-	if r, err := newDatabaseReader("mongodb://127.0.0.1:1/db"); err != nil {
+	if r, err := newDatabaseReader("mongodb://127.0.0.1:1/db", ""); err != nil {
 		t.Errorf("a mongodb:// URL: %v", err)
 	} else if _, ok := r.(*MongoStatsReader); !ok {
 		t.Errorf("a mongodb:// URL gave a %T", r)
@@ -195,5 +195,134 @@ func TestSampleMongoReadsAtOnce(t *testing.T) {
 		if i == 1 && w.Probes.Database == nil {
 			t.Fatalf("no reading; problems: %v", s.Problems())
 		}
+	}
+}
+
+// Over FerretDB's PostgreSQL (as the local provider runs it), each
+// collection's reads come from its table's statistics: a filter on an
+// unindexed field scans the collection (its documents read per query),
+// and once the application creates the index, the same filter reads only
+// the documents it matches, through the index FerretDB's PostgreSQL was
+// prepared to give it (mongoserver.BackendSetup).
+func TestMongoStatsReaderFerretDBBackend(t *testing.T) {
+	srv := mongotest.StartFerretDBOverPostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(srv.URI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(context.Background())
+	items := c.Database("test").Collection("items")
+	docs := make([]any, 2000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "bucket", Value: i % 100}}
+	}
+	if _, err := items.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewMongoStatsReader(srv.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetBackend(srv.Backend); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Ten finds of one bucket (20 documents each), read as a window.
+	// PostgreSQL publishes a busy backend's statistics each second, but an
+	// idle one's up to ten seconds later: the reading after the finds is
+	// retried until their ten reads are in (it would be, in a soak, a
+	// window later at most).
+	table := func(st PGStats) PGTable {
+		for _, tbl := range st.Tables {
+			if tbl.Name == "items" {
+				return tbl
+			}
+		}
+		return PGTable{}
+	}
+	reads := func(st PGStats) int64 { return table(st).SeqScans + table(st).IndexScans }
+	settled := func(want func(PGStats) bool) (PGStats, MongoTotals) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			st, tot, err := r.ReadTotals(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want(st) || time.Now().After(deadline) {
+				return st, tot
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// The inserts' statistics (and FerretDB's reads of the new table) in
+	// before the first window.
+	st, _ := settled(func(st PGStats) bool { return table(st).LiveRows == 2000 })
+	measure := func() *window.Database {
+		t.Helper()
+		before, tb, err := r.ReadTotals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range 10 {
+			cur, err := items.Find(ctx, bson.D{{Key: "bucket", Value: b}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []bson.M
+			if err := cur.All(ctx, &got); err != nil || len(got) != 20 {
+				t.Fatalf("bucket %d: %d documents (%v), want 20", b, len(got), err)
+			}
+		}
+		after, ta := settled(func(st PGStats) bool { return reads(st) >= reads(before)+10 })
+		st = after
+		d := DatabaseDelta(before, after, 10)
+		MongoDelta(d, tb, ta, 10)
+		return d
+	}
+	items1 := func(d *window.Database) window.Table {
+		for _, tbl := range d.Tables {
+			if tbl.Name == "items" {
+				return tbl
+			}
+		}
+		t.Fatalf("no items in %+v", d.Tables)
+		return window.Table{}
+	}
+
+	scan := measure()
+	it := items1(scan)
+	t.Logf("no index: %+v; rows read per request %.1f, absent %v", it, scan.RowsReadPerRequest, scan.Absent)
+	if it.LiveRows != 2000 {
+		t.Errorf("items: %d documents, want 2000", it.LiveRows)
+	}
+	if it.SeqScans != 10 || it.SeqTuplesRead != 10*2000 {
+		t.Errorf("no index: %d collection scans reading %d documents, want 10 reading 20000", it.SeqScans, it.SeqTuplesRead)
+	}
+	if scan.RowsReadPerRequest < 2000 {
+		t.Errorf("no index: %.1f documents read per request, want ≥ 2000", scan.RowsReadPerRequest)
+	}
+	for _, a := range []string{window.AbsentDocumentsExamined, window.AbsentCollectionScans} {
+		if slices.Contains(scan.Absent, a) {
+			t.Errorf("%s is said absent; FerretDB's PostgreSQL gives it", a)
+		}
+	}
+
+	if _, err := items.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "bucket", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Building the index (and its companion) reads the table: in before
+	// the next window.
+	settled(func(s PGStats) bool { return table(s).SeqScans > table(st).SeqScans })
+	indexed := measure()
+	it = items1(indexed)
+	t.Logf("index: %+v; rows read per request %.1f", it, indexed.RowsReadPerRequest)
+	if it.SeqScans != 0 || it.IndexTuplesFetched != 10*20 {
+		t.Errorf("index: %d collection scans, %d documents through an index, want 0 and 200", it.SeqScans, it.IndexTuplesFetched)
+	}
+	if indexed.RowsReadPerRequest > 25 {
+		t.Errorf("index: %.1f documents read per request, want ≤ 25", indexed.RowsReadPerRequest)
 	}
 }

@@ -37,10 +37,10 @@ func TestMySQLDSN(t *testing.T) {
 			t.Errorf("MySQLDSN(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
-	if _, err := newDatabaseReader("mariadb://u:p@127.0.0.1:1/db"); err != nil {
+	if _, err := newDatabaseReader("mariadb://u:p@127.0.0.1:1/db", ""); err != nil {
 		t.Errorf("a mariadb:// URL: %v", err)
 	}
-	if r, _ := newDatabaseReader("postgres://u@127.0.0.1/db"); r == nil {
+	if r, _ := newDatabaseReader("postgres://u@127.0.0.1/db", ""); r == nil {
 		t.Error("a postgres:// URL gave no reader")
 	}
 }

@@ -90,6 +90,11 @@ type Config struct {
 	// (MongoStatsReader).
 	// "" if none.
 	DatabaseURL string
+	// DatabaseBackendURL is, for a FerretDB the local provider runs, the
+	// PostgreSQL database it keeps its collections in (postgres://, on
+	// this host): the MongoDB probe reads each collection's reads from its
+	// statistics (MongoStatsReader.SetBackend). "" otherwise.
+	DatabaseBackendURL string
 	// SQLitePath is the rendered probes.database.sqlite, a path on this host
 	// (for a container target, in its environment volume: {{.EnvDir}} is
 	// rendered as the volume's path here). "" means the scenario's path as
@@ -337,7 +342,7 @@ func New(cfg Config) (*Sampler, error) {
 		s.add(ProbeSQLite, s.readSQLite, nil)
 	}
 	if (!pgSet || pgOn) && cfg.DatabaseURL != "" {
-		r, err := newDatabaseReader(cfg.DatabaseURL)
+		r, err := newDatabaseReader(cfg.DatabaseURL, cfg.DatabaseBackendURL)
 		if err != nil {
 			return nil, bad("probes.database: %v", err)
 		}
@@ -361,14 +366,19 @@ var (
 	_ databaseReader = (*MongoStatsReader)(nil)
 )
 
-// newDatabaseReader picks the reader for rawURL's scheme.
-func newDatabaseReader(rawURL string) (databaseReader, error) {
+// newDatabaseReader picks the reader for rawURL's scheme; backend is a
+// FerretDB's PostgreSQL database, or "".
+func newDatabaseReader(rawURL, backend string) (databaseReader, error) {
 	scheme, _, _ := strings.Cut(rawURL, "://")
 	switch strings.ToLower(scheme) {
 	case "mysql", "mariadb":
 		return NewMySQLStatsReader(rawURL)
 	case "mongodb", "mongodb+srv":
-		return NewMongoStatsReader(rawURL)
+		r, err := NewMongoStatsReader(rawURL)
+		if err == nil && backend != "" {
+			err = r.SetBackend(backend)
+		}
+		return r, err
 	}
 	return NewPGStatsReader(rawURL)
 }
@@ -727,8 +737,9 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 	// A MongoDB server's counters and counts are current when asked (no
 	// statistics interval to wait out, as PostgreSQL's): it reads at once
 	// and has the whole budget, which a saturated server (FerretDB scanning
-	// a collection per request) needs.
-	if d := time.Until(at); d > 0 && !isMongo {
+	// a collection per request) needs. A FerretDB read through its
+	// PostgreSQL's statistics waits as PostgreSQL's probe does.
+	if d := time.Until(at); d > 0 && (!isMongo || m.hasBackend()) {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -20,8 +22,9 @@ import (
 	"github.com/longhaul-dev/longhaul/scenarios"
 )
 
-// startMongo starts a mongod (or FerretDB over SQLite) with its data in a
-// new temp dir on a free loopback port and returns the endpoint. The server
+// startMongo starts a mongod (or FerretDB over a private PostgreSQL
+// cluster: startFerretDBBackend) with its data in a new temp dir on a free
+// loopback port and returns the endpoint. The server
 // runs without authentication (as the docker image does without its
 // MONGO_INITDB_* variables): it listens on 127.0.0.1 only, and
 // {{.Database.URL}} is mongodb://127.0.0.1:PORT/NAME. The database itself
@@ -44,21 +47,27 @@ func (l *Local) startMongo(ctx context.Context, envID, envDir string, spec scena
 	}
 	proc := Process{DataDir: dir}
 	onStart(proc) // the directory is recorded before anything can fail
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o755); err != nil {
-		return localDB{}, fmt.Errorf("start %s: %w", kind, err)
-	}
 	logPath := filepath.Join(envDir, kind+".log")
 	server := srv.Name()
 
 	start := time.Now()
 	name, usr, pw := dbNames(spec)
+	args := func(port int) []string { return srv.Args(dir, filepath.Join(dir, "data"), port) }
+	var backendURL string
+	if srv.FerretDB {
+		if backendURL, err = l.startFerretDBBackend(ctx, log, envID, envDir, dir); err != nil {
+			return localDB{}, fmt.Errorf("start %s (%s): %w", kind, server, err)
+		}
+		args = func(port int) []string { return srv.ArgsOverPostgres(dir, backendURL, port) }
+	} else if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		return localDB{}, fmt.Errorf("start %s: %w", kind, err)
+	}
 	var port int
 	for attempt := 1; ; attempt++ {
 		if port, err = freePort(); err != nil {
 			return localDB{}, fmt.Errorf("start %s: pick a port: %w", kind, err)
 		}
-		exited, err := l.start(srv.Args(dir, data, port), dir, nil, markerFor(envID, kind), logPath, nil, func(pid int) {
+		exited, err := l.start(args(port), dir, nil, markerFor(envID, kind), logPath, nil, func(pid int) {
 			proc.PID = pid
 			onStart(proc)
 		})
@@ -80,9 +89,60 @@ func (l *Local) startMongo(ctx context.Context, envID, envDir string, spec scena
 	u := mongoURL("127.0.0.1", port, name)
 	log.Info(kind+" ready", "server", server, "port", port, "seconds", time.Since(start).Seconds())
 	return localDB{
-		endpoint: DatabaseEndpoint{Kind: kind, URL: u, TargetURL: u, Process: proc},
+		endpoint: DatabaseEndpoint{Kind: kind, URL: u, TargetURL: u, Process: proc, BackendURL: backendURL},
 		template: templateDB{URL: u, DSN: u, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
 	}, nil
+}
+
+// ferretDBDatabase is the PostgreSQL database FerretDB keeps its
+// databases in (one schema each) in the cluster startFerretDBBackend makes.
+const ferretDBDatabase = "ferretdb"
+
+// startFerretDBBackend starts the private PostgreSQL cluster FerretDB
+// stores its collections in, in dir/pg with its output in
+// envDir/ferretdb-postgres.log, prepared with mongoserver.BackendSetup, and
+// returns the URL FerretDB and the database probe connect with (the
+// superuser, over 127.0.0.1 only). Its processes carry the mongodb marker,
+// as FerretDB's do: teardown and the sweep stop both as one database, and
+// the directory goes with the mongodb directory. (Its PID is not recorded:
+// the marker finds it.)
+func (l *Local) startFerretDBBackend(ctx context.Context, log *slog.Logger, envID, envDir, dir string) (string, error) {
+	// The postgres account must reach dir/pg through dir.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	pgDir := filepath.Join(dir, "pg")
+	if err := os.Mkdir(pgDir, 0o700); err != nil {
+		return "", err
+	}
+	pg, err := l.startCluster(ctx, log, pgDir, filepath.Join(envDir, "ferretdb-postgres.log"), markerFor(envID, "mongodb"), func(int) {})
+	if err != nil {
+		return "", fmt.Errorf("its PostgreSQL: %w", err)
+	}
+	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.port)
+	if err := execAll(ctx, admin, "CREATE DATABASE "+pgx.Identifier{ferretDBDatabase}.Sanitize()); err != nil {
+		return "", fmt.Errorf("its PostgreSQL: %w", err)
+	}
+	backend := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", pg.port, ferretDBDatabase)
+	if err := execAll(ctx, backend, mongoserver.BackendSetup(ferretDBDatabase)...); err != nil {
+		return "", fmt.Errorf("prepare its PostgreSQL: %w", err)
+	}
+	return backend, nil
+}
+
+// execAll runs stmts in order on one connection to dsn.
+func execAll(ctx context.Context, dsn string, stmts ...string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitMongo waits until the server at uri answers a ping.

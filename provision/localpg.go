@@ -75,17 +75,6 @@ func serverCredential(account, server string) (*syscall.Credential, error) {
 // the endpoint. onStart records the process as soon as it exists.
 func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec scenarios.Database, onStart func(Process)) (localDB, error) {
 	log := l.opts.Logger.With("env", envID)
-	bin := l.opts.PostgresBinDir
-	if bin == "" {
-		var err error
-		if bin, err = PostgresBinDir(); err != nil {
-			return localDB{}, err
-		}
-	}
-	cred, err := serverCredential("postgres", "PostgreSQL")
-	if err != nil {
-		return localDB{}, err
-	}
 	dir, err := os.MkdirTemp(l.opts.TempDir, "longhaul-pg-")
 	if err != nil {
 		return localDB{}, fmt.Errorf("start postgres: %w", err)
@@ -95,60 +84,17 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	}
 	proc := Process{DataDir: dir}
 	onStart(proc) // the directory is recorded before anything can fail
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return localDB{}, fmt.Errorf("start postgres: %w", err)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	logPath := filepath.Join(envDir, "postgres.log")
 
 	start := time.Now()
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
-	initdb.Dir = dir
-	// The database's marker: an initdb orphaned by a worker killed meanwhile
-	// is stopped by the retry's teardown before it removes the directory.
-	initdb.Env = append(os.Environ(), markerEnv+"="+markerFor(envID, "postgres"))
-	var out tailBuffer
-	out.n = 20
-	initdb.Stdout, initdb.Stderr = &out, &out
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if err := initdb.Run(); err != nil {
-		return localDB{}, fmt.Errorf("start postgres: initdb: %s", withTail(oneLine(err), "its output", out.String()))
-	}
-
 	name, usr, pw := dbNames(spec)
-	// pg_stat_statements (PostgreSQL's contrib, in Debian's server package)
-	// gives the database probe the target's statements per request; a
-	// server without the module still starts, and the probe says what is
-	// missing.
-	statStatements := hasStatStatements(bin)
-	var port int
-	for attempt := 1; ; attempt++ {
-		if port, err = freePort(); err != nil {
-			return localDB{}, fmt.Errorf("start postgres: pick a port: %w", err)
-		}
-		exited, err := l.start(postgresArgs(bin, data, port, statStatements), dir, []string{"LC_ALL=C"}, markerFor(envID, "postgres"), logPath, cred, func(pid int) {
-			proc.PID = pid
-			onStart(proc)
-		})
-		if err != nil {
-			return localDB{}, fmt.Errorf("start postgres: %w", err)
-		}
-		err = waitPostgres(ctx, port, DefaultHealthTimeout, exited)
-		if err == nil {
-			break
-		}
-		tail := lastLines(logPath, 20)
-		// The free port may have been taken between the pick and the bind.
-		if attempt < 3 && strings.Contains(tail, "could not create any TCP/IP sockets") {
-			log.Info("postgres port taken; retrying", "port", port)
-			continue
-		}
-		return localDB{}, fmt.Errorf("start postgres: %w", errWithTail(err, "its log", tail))
+	pg, err := l.startCluster(ctx, log, dir, filepath.Join(envDir, "postgres.log"), markerFor(envID, "postgres"), func(pid int) {
+		proc.PID = pid
+		onStart(proc)
+	})
+	if err != nil {
+		return localDB{}, fmt.Errorf("start postgres: %w", err)
 	}
-
+	port := pg.port
 	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -170,7 +116,7 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 		}
 	}
 	dsn := postgresURL(usr, pw, "127.0.0.1", port, name)
-	if statStatements {
+	if pg.statStatements {
 		createStatStatements(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, url.PathEscape(name)), log)
 	}
 	log.Info("postgres ready", "port", port, "seconds", time.Since(start).Seconds())
@@ -178,6 +124,77 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 		endpoint: DatabaseEndpoint{Kind: "postgres", URL: dsn, TargetURL: dsn, Process: proc},
 		template: templateDB{URL: dsn, DSN: dsn, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
 	}, nil
+}
+
+// cluster is a private PostgreSQL cluster startCluster started.
+type cluster struct {
+	port int
+	// statStatements: the server loads pg_stat_statements (PostgreSQL's
+	// contrib, in Debian's server package), which gives the database probe
+	// the target's statements per request; a server without the module
+	// still starts, and the probe says what is missing.
+	statStatements bool
+}
+
+// startCluster makes a new PostgreSQL cluster in dir/data (initdb, the
+// superuser postgres with trust on 127.0.0.1 only) and starts its server
+// on a free loopback port, its output appended to logPath. dir must exist;
+// it is given to the postgres account when the worker runs as root. Every
+// process it starts carries marker, so a worker killed meanwhile leaves
+// nothing teardown cannot find; onPID receives the server's PID as soon as
+// it exists.
+func (l *Local) startCluster(ctx context.Context, log *slog.Logger, dir, logPath, marker string, onPID func(int)) (cluster, error) {
+	bin := l.opts.PostgresBinDir
+	if bin == "" {
+		var err error
+		if bin, err = PostgresBinDir(); err != nil {
+			return cluster{}, err
+		}
+	}
+	cred, err := serverCredential("postgres", "PostgreSQL")
+	if err != nil {
+		return cluster{}, err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return cluster{}, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
+	initdb.Dir = dir
+	// The database's marker: an initdb orphaned by a worker killed meanwhile
+	// is stopped by the retry's teardown before it removes the directory.
+	initdb.Env = append(os.Environ(), markerEnv+"="+marker)
+	var out tailBuffer
+	out.n = 20
+	initdb.Stdout, initdb.Stderr = &out, &out
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if err := initdb.Run(); err != nil {
+		return cluster{}, fmt.Errorf("initdb: %s", withTail(oneLine(err), "its output", out.String()))
+	}
+	c := cluster{statStatements: hasStatStatements(bin)}
+	for attempt := 1; ; attempt++ {
+		if c.port, err = freePort(); err != nil {
+			return cluster{}, fmt.Errorf("pick a port: %w", err)
+		}
+		exited, err := l.start(postgresArgs(bin, data, c.port, c.statStatements), dir, []string{"LC_ALL=C"}, marker, logPath, cred, onPID)
+		if err != nil {
+			return cluster{}, err
+		}
+		err = waitPostgres(ctx, c.port, DefaultHealthTimeout, exited)
+		if err == nil {
+			return c, nil
+		}
+		tail := lastLines(logPath, 20)
+		// The free port may have been taken between the pick and the bind.
+		if attempt < 3 && strings.Contains(tail, "could not create any TCP/IP sockets") {
+			log.Info("postgres port taken; retrying", "port", c.port)
+			continue
+		}
+		return cluster{}, errWithTail(err, "its log", tail)
+	}
 }
 
 // postgresArgs is the argv of a private cluster's server: data directory

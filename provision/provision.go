@@ -205,6 +205,11 @@ type DatabaseEndpoint struct {
 	Process   Process `json:"process"`
 	// Image is the database image used (docker provider).
 	Image string `json:"image,omitempty"`
+	// BackendURL is the PostgreSQL database a FerretDB (database.kind
+	// mongodb on the local provider without mongod) keeps its collections
+	// in, reachable from this host: the database probe reads each
+	// collection's reads from its statistics. "" for every other server.
+	BackendURL string `json:"backend_url,omitempty"`
 }
 
 // Provisioner brings environments up and down.

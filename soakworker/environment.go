@@ -141,7 +141,7 @@ func toActivityEnv(e provision.Environment) (activities.Environment, error) {
 		PID: e.Target.PID, ContainerID: e.Target.ContainerID, Ports: e.Ports, Raw: raw,
 	}
 	if e.Database != nil {
-		out.DatabaseURL = e.Database.URL
+		out.DatabaseURL, out.DatabaseBackendURL = e.Database.URL, e.Database.BackendURL
 		out.DatabasePID, out.DatabaseContainerID = e.Database.Process.PID, e.Database.Process.ContainerID
 	}
 	out.EnvDir = e.EnvDir

@@ -9,6 +9,12 @@
 //
 //	ferretdb-pushdown -mongo mongodb://127.0.0.1:PORT/pushdown -step fill -docs 20000
 //	ferretdb-pushdown -mongo mongodb://127.0.0.1:PORT/pushdown -step query
+//
+// With COMPANION=1, run.sh first prepares FerretDB's PostgreSQL database as
+// the local provider does (mongoserver.BackendSetup: a GIN companion for
+// each index FerretDB creates), through this command's backend step:
+//
+//	ferretdb-pushdown -pg postgres://postgres@127.0.0.1:PORT/ferretdb -step backend
 package main
 
 import (
@@ -18,16 +24,27 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/longhaul-dev/longhaul/internal/mongoserver"
 )
 
 func main() {
 	uri := flag.String("mongo", "", "the server's mongodb:// URL (its path names the database)")
 	step := flag.String("step", "", "fill (create the collection, its indexes and documents) or query")
 	docs := flag.Int("docs", 20000, "documents to insert into items (fill)")
+	pg := flag.String("pg", "", "FerretDB's PostgreSQL database (backend)")
 	flag.Parse()
+	if *step == "backend" && *pg != "" {
+		if err := backend(*pg); err != nil {
+			fmt.Fprintln(os.Stderr, "ferretdb-pushdown:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *uri == "" || (*step != "fill" && *step != "query") || *docs < 100 {
 		fmt.Fprintln(os.Stderr, "ferretdb-pushdown: -mongo URL, -step fill|query and -docs ≥ 100 are needed")
 		os.Exit(2)
@@ -103,6 +120,23 @@ func query(ctx context.Context, items *mongo.Collection) error {
 			return fmt.Errorf("%s: %w", q.name, err)
 		}
 		fmt.Printf("query %-50s %5d documents in %7.1f ms\n", q.name+":", len(got), float64(time.Since(start).Microseconds())/1000)
+	}
+	return nil
+}
+
+// backend prepares FerretDB's PostgreSQL database as the local provider does.
+func backend(pgURL string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for _, stmt := range mongoserver.BackendSetup(conn.Config().Database) {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("backend setup: %w", err)
+		}
 	}
 	return nil
 }

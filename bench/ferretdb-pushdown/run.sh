@@ -11,6 +11,7 @@
 # index on the expression can serve).
 #
 #   bench/ferretdb-pushdown/run.sh [DOCS]      (as root: PostgreSQL runs as postgres)
+#   COMPANION=1 bench/ferretdb-pushdown/run.sh [DOCS]   (prepared as the local provider does)
 #
 # Needs ferretdb on PATH or in $(go env GOPATH)/bin (scripts/install-ferretdb.sh)
 # and PostgreSQL 15's server binaries.
@@ -46,13 +47,17 @@ psql() { runuser -u postgres -- psql -h 127.0.0.1 -p "$pgport" -U postgres "$@";
 runuser -u postgres -- "$pgbin/postgres" --version
 "$ferretdb" --version | sed -n 1p
 echo 'CREATE DATABASE ferretdb' | psql -q -d postgres
+go build -o "$work/client" ./bench/ferretdb-pushdown
+if [ "${COMPANION:-0}" = 1 ]; then
+	echo "(COMPANION=1: the database prepared as the local provider does, mongoserver.BackendSetup)"
+	"$work/client" -step backend -pg "postgres://postgres@127.0.0.1:$pgport/ferretdb"
+fi
 
 mport=$(free_port)
 "$ferretdb" --handler=postgresql --postgresql-url="postgres://postgres@127.0.0.1:$pgport/ferretdb" \
 	--listen-addr="127.0.0.1:$mport" --state-dir="$work" --debug-addr=- --telemetry=disable --log-level=warn \
 	>"$work/ferretdb.log" 2>&1 &
 ferret_pid=$!
-go build -o "$work/client" ./bench/ferretdb-pushdown
 uri="mongodb://127.0.0.1:$mport/pushdown"
 for _ in $(seq 50); do "$work/client" -mongo "$uri" -step fill -docs "$docs" && break; sleep 0.2; done
 echo 'ANALYZE' | psql -q -d ferretdb

@@ -27,11 +27,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/longhaul-dev/longhaul/internal/mongoserver"
+	"github.com/longhaul-dev/longhaul/internal/pgtest"
 )
 
 // StartTimeout bounds the server's start-up.
@@ -44,6 +46,9 @@ type Server struct {
 	Port int
 	// FerretDB is set when the server is FerretDB rather than mongod.
 	FerretDB bool
+	// Backend is the DSN of the PostgreSQL database FerretDB keeps its
+	// collections in (StartFerretDBOverPostgres); "" otherwise.
+	Backend string
 }
 
 // Start starts a server. Everything is removed when t ends.
@@ -53,6 +58,46 @@ func Start(t testing.TB) Server {
 	if err != nil {
 		t.Skipf("mongotest: %v", err)
 	}
+	return start(t, srv, func(dir, data string, port int) []string { return srv.Args(dir, data, port) })
+}
+
+// StartFerretDBOverPostgres starts FerretDB over a private PostgreSQL
+// cluster (internal/pgtest) prepared as the local provider prepares it
+// (mongoserver.BackendSetup); Backend is that database's DSN. It skips
+// without FerretDB (a mongod has no PostgreSQL to read).
+func StartFerretDBOverPostgres(t testing.TB) Server {
+	t.Helper()
+	srv, err := mongoserver.Find()
+	if err != nil || !srv.FerretDB {
+		t.Skip("mongotest: no ferretdb on PATH (" + mongoserver.FerretDBInstall + ")")
+	}
+	backend := pgtest.Start(t) // its database is "test"
+	if err := prepare(backend, mongoserver.BackendSetup("test")); err != nil {
+		t.Fatalf("mongotest: prepare FerretDB's PostgreSQL: %v", err)
+	}
+	s := start(t, srv, func(dir, _ string, port int) []string { return srv.ArgsOverPostgres(dir, backend, port) })
+	s.Backend = backend
+	return s
+}
+
+func prepare(dsn string, stmts []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func start(t testing.TB, srv mongoserver.Server, args func(dir, data string, port int) []string) Server {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "mongotest-")
 	if err != nil {
 		t.Fatalf("mongotest: %v", err)
@@ -68,7 +113,7 @@ func Start(t testing.TB) Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	argv := srv.Args(dir, data, port)
+	argv := args(dir, data, port)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
