@@ -71,6 +71,12 @@ func Analyze(ws []window.Window, opts Options) Result {
 	for k, inc := range incs {
 		fs := append(inc.crashes(runStart, incs[k+1:]), inc.databaseStops(runStart)...)
 		fs = append(fs, inc.storeBehind()...)
+		if len(inc.all) == 0 {
+			// Only gaps: what stopped is all there is to say (no
+			// window to judge, nor to call too few).
+			out = append(out, sortFindings(fs)...)
+			continue
+		}
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
@@ -118,15 +124,20 @@ func Analyze(ws []window.Window, opts Options) Result {
 		} else {
 			lastMissing = nil
 		}
-		slices.SortStableFunc(fs, func(x, y Finding) int {
-			if c := cmp.Compare(y.Severity.Rank(), x.Severity.Rank()); c != 0 {
-				return c
-			}
-			return cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind))
-		})
-		out = append(out, fs...)
+		out = append(out, sortFindings(fs)...)
 	}
 	return Result{Findings: out}
+}
+
+// sortFindings orders one incarnation's findings most severe first.
+func sortFindings(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, func(x, y Finding) int {
+		if c := cmp.Compare(y.Severity.Rank(), x.Severity.Rank()); c != 0 {
+			return c
+		}
+		return cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind))
+	})
+	return fs
 }
 
 // firstStart is the earliest start of a window of ws that is not a gap.
@@ -177,8 +188,10 @@ type incarnation struct {
 	num      int
 	external bool             // longhaul did not start the target (Options.ExternalTarget)
 	all      []*window.Window // every window of the incarnation but gaps, warm-up included, by index
-	// stoppedGaps are the gaps that say the target stopped: a drive resumed
-	// after its worker died found it stopped (no window saw it happen).
+	// stoppedGaps are the gaps that say the target or its database
+	// stopped: a drive resumed after its worker died found it stopped (no
+	// window saw it happen). An incarnation may have nothing else (all
+	// empty): its worker died in its first window.
 	stoppedGaps []*window.Window
 	warmup      int                    // windows excluded as warm-up
 	ws          []*window.Window       // analysed windows, by index
@@ -211,11 +224,17 @@ type tableRead struct {
 // per-window series the detectors share.
 func (a *analyzer) split(ws []window.Window) []*incarnation {
 	byInc := map[int][]*window.Window{}
-	stopped := map[int][]*window.Window{} // gaps that say the target stopped
+	// Gaps that say the target or its database stopped. An incarnation
+	// whose worker died in its very first window has no other window: it
+	// is analysed all the same, for those events.
+	stopped := map[int][]*window.Window{}
 	for i := range ws {
 		w := &ws[i]
-		if w.Gap && hasEvent(w, window.EventTargetExit) {
+		if w.Gap && (hasEvent(w, window.EventTargetExit) || hasEvent(w, window.EventDatabaseExit)) {
 			stopped[w.Incarnation] = append(stopped[w.Incarnation], w)
+			if _, ok := byInc[w.Incarnation]; !ok {
+				byInc[w.Incarnation] = nil
+			}
 		}
 		if w.Gap || w.Partial {
 			continue // a partial window's rates and tail are not comparable

@@ -1,9 +1,7 @@
 package analysis
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -28,12 +26,7 @@ func (inc *incarnation) crashes(runStart time.Time, later []*incarnation) []Find
 	var out []Finding
 	var served int64
 	var lastAt time.Time // when the last crash happened
-	ws := inc.all
-	if len(inc.stoppedGaps) > 0 {
-		ws = append(slices.Clone(inc.all), inc.stoppedGaps...)
-		slices.SortStableFunc(ws, func(x, y *window.Window) int { return cmp.Compare(x.Index, y.Index) })
-	}
-	for _, w := range ws {
+	for _, w := range inc.withStoppedGaps() {
 		served += answered(w)
 		for _, ev := range w.Events {
 			if ev.Kind != window.EventTargetExit {
