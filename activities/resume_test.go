@@ -3,54 +3,15 @@ package activities_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
 	"github.com/longhaul-dev/longhaul/store"
 )
-
-// retriedDrive runs the Drive activity with up to attempts attempts, as
-// the soak workflow does: a failed attempt (its worker died) is retried,
-// and the retry reads the last heartbeat.
-func retriedDrive(ctx workflow.Context, in activities.DriveInput, attempts int32) (activities.DriveResult, error) {
-	var a *activities.Activities
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, HeartbeatTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: attempts},
-	})
-	var res activities.DriveResult
-	err := workflow.ExecuteActivity(ctx, a.Drive, in).Get(ctx, &res)
-	return res, err
-}
-
-// driveRetried runs in through retriedDrive.
-func driveRetried(t *testing.T, a *activities.Activities, in activities.DriveInput, attempts int32) (activities.DriveResult, error) {
-	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := s.NewTestWorkflowEnvironment()
-	if a.Logger == nil {
-		a.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	activities.Register(env, a)
-	env.RegisterWorkflow(retriedDrive)
-	env.ExecuteWorkflow(retriedDrive, in, attempts)
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("workflow did not complete")
-	}
-	var res activities.DriveResult
-	err := env.GetWorkflowResult(&res)
-	return res, err
-}
 
 // resumeRig is run r1 on a dbProvisioner whose database is process 7.
 func resumeRig(t *testing.T, prov *dbProvisioner, drv *activitiestest.Driver, total int) (*activities.Activities, activities.DriveInput, *activitiestest.Store) {
@@ -91,7 +52,7 @@ func TestResumedDriveRestartsAStoppedDatabase(t *testing.T) {
 	}
 	a, in, st := resumeRig(t, prov, drv, 9)
 	now := a.Now()
-	res, err := driveRetried(t, a, in, 5)
+	res, err := activitiestest.DriveRetried(t, a, in, 5)
 	if err != nil {
 		t.Fatalf("drive: %v", err)
 	}
@@ -142,7 +103,7 @@ func TestResumedDriveDatabaseRestartsAreBounded(t *testing.T) {
 		return errors.New("worker died")
 	}
 	a, in, st := resumeRig(t, prov, drv, 12)
-	_, err := driveRetried(t, a, in, 8)
+	_, err := activitiestest.DriveRetried(t, a, in, 8)
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != activities.ErrTypeEnvironmentLost {
 		t.Fatalf("drive: %v, want the environment lost after %d restarts", err, activities.MaxDatabaseRestarts)
