@@ -57,8 +57,11 @@ func (r Result) Verdicts() []Finding {
 // an error surge and a throughput limit in a run's windows. Windows may come in
 // any order and from several incarnations; each incarnation (a fresh
 // environment after the previous one was lost) is analysed on its own, since
-// its heap and tables start over. Gap and partial windows are skipped; each incarnation's
-// warm-up windows are excluded (Options.Warmup, Options.WarmupWindows).
+// its heap and tables start over. Gap and partial windows are skipped (a
+// gap's events still count: a target or database that a resumed drive found
+// stopped is a finding, even in an incarnation that has nothing but gaps);
+// each incarnation's warm-up windows are excluded (Options.Warmup,
+// Options.WarmupWindows).
 //
 // Analyze is a pure function of its input: no I/O, safe for concurrent use,
 // and ws is not modified.
