@@ -196,13 +196,16 @@ type incarnation struct {
 	// window saw it happen). An incarnation may have nothing else (all
 	// empty): its worker died in its first window.
 	stoppedGaps []*window.Window
-	warmup      int                    // windows excluded as warm-up
-	ws          []*window.Window       // analysed windows, by index
-	t           []float64              // seconds from the first analysed window's start to each window's end
-	full        []bool                 // window is at least half the usual length (rates are representative)
-	rps         []float64              // requests per second
-	level       []float64              // load level: ramp target if any, else VUs
-	tables      map[string][]tableRead // per table, in window order (windows with the table only)
+	// firstGap is the incarnation's first gap when it has no window (a
+	// restarted target's: the slot lost while it restarted).
+	firstGap *window.Window
+	warmup   int                    // windows excluded as warm-up
+	ws       []*window.Window       // analysed windows, by index
+	t        []float64              // seconds from the first analysed window's start to each window's end
+	full     []bool                 // window is at least half the usual length (rates are representative)
+	rps      []float64              // requests per second
+	level    []float64              // load level: ramp target if any, else VUs
+	tables   map[string][]tableRead // per table, in window order (windows with the table only)
 	// sqlite holds the rows of each table that has no read statistics
 	// (only i and liveRows are set): the tables of a SQLite file
 	// (sqliteFile), or the collections of a database server that counts
@@ -231,8 +234,12 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 	// whose worker died in its very first window has no other window: it
 	// is analysed all the same, for those events.
 	stopped := map[int][]*window.Window{}
+	firstGap := map[int]*window.Window{}
 	for i := range ws {
 		w := &ws[i]
+		if g := firstGap[w.Incarnation]; w.Gap && (g == nil || w.Index < g.Index) {
+			firstGap[w.Incarnation] = w
+		}
 		if w.Gap && (hasEvent(w, window.EventTargetExit) || hasEvent(w, window.EventDatabaseExit)) {
 			stopped[w.Incarnation] = append(stopped[w.Incarnation], w)
 			if _, ok := byInc[w.Incarnation]; !ok {
@@ -265,6 +272,9 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 		list = dedup
 		inc := a.newIncarnation(n, list)
 		inc.stoppedGaps = stopped[n]
+		if len(list) == 0 {
+			inc.firstGap = firstGap[n]
+		}
 		out = append(out, inc)
 	}
 	return out

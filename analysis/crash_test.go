@@ -260,6 +260,11 @@ func TestCrashInAnIncarnationsFirstWindow(t *testing.T) {
 		if f.Incarnation == 2 {
 			second = append(second, f)
 		}
+		// Incarnation 1's crash says when the target was up again: the
+		// end of the restart's gap.
+		if f.Incarnation == 1 && f.Kind == KindCrash && !strings.HasSuffix(f.Summary, "; restarted (incarnation 2), down for 7.0 s") {
+			t.Errorf("incarnation 1's crash = %q, want it to say the target restarted, down 7.0 s", f.Summary)
+		}
 	}
 	if len(second) != 1 || second[0].Kind != KindCrash || second[0].Severity != Critical {
 		t.Fatalf("incarnation 2's findings = %+v, want its crash alone", second)
