@@ -98,9 +98,13 @@ func (e errTargetFailed) Error() string { return "target stopped answering: " + 
 //
 // Thresholds with abort: true are judged as each window is committed; when
 // one fails the load stops (the window in progress closes short and is
-// committed too) and the result says why in StoppedBy. If the environment is
-// gone, the attempt ends with ErrTypeEnvironmentLost and the workflow
-// provisions a new incarnation that continues from LostDetails.NextIndex.
+// committed too) and the result says why in StoppedBy. A resumed attempt
+// that finds the environment's database stopped starts it again in place
+// (at most MaxDatabaseRestarts times per drive, counted across attempts in
+// the heartbeat) and drives on. If the environment is otherwise gone, the
+// attempt ends with ErrTypeEnvironmentLost and the workflow restarts the
+// target or provisions a new incarnation that continues from
+// LostDetails.NextIndex.
 func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, error) {
 	log := a.logger().With("run", in.RunID, "incarnation", in.Incarnation)
 	s, run, err := a.scenario(ctx, in.RunID, in.Overrides)
