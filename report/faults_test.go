@@ -85,7 +85,8 @@ func TestCrashFindingText(t *testing.T) {
 // printed during the crash's window when its output was kept: the last 50
 // lines, how many were left out and the command that prints them all. A
 // crash whose window's lines are not known (found when a drive resumed:
-// no window was marked) shows the crash's own last lines.
+// no window was marked) shows the crash's own last lines. A very long line
+// is cut, saying by how much.
 func TestCrashWindowLinesGolden(t *testing.T) {
 	ctx := context.Background()
 	st := &activitiestest.Store{}
@@ -115,6 +116,8 @@ func TestCrashWindowLinesGolden(t *testing.T) {
 		from := text.Len()
 		for k := range n {
 			switch {
+			case i == 2 && k == n-3:
+				fmt.Fprintf(&text, "2026-12-04T01:13:29.600 POST /items 500 body=%s\n", strings.Repeat("x", 400))
 			case i == 2 && k == n-2:
 				text.WriteString("panic: assignment to entry in nil map\n")
 			case i == 2 && k == n-1:
@@ -155,6 +158,7 @@ func TestCrashWindowLinesGolden(t *testing.T) {
 		"what it printed during window 2 (72 lines):\n        [… 22 earlier lines left out; longhaul logs run-1 --window 2 prints them all]\n",
 		"        | panic: assignment to entry in nil map\n        | goroutine 41 [running]:\n",
 		"its last 2 lines (of 2 kept):\n        | listening on 127.0.0.1:8080\n",
+		"body=xxx", "x[… 145 more bytes]\n        | panic:",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

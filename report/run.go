@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
@@ -268,7 +269,7 @@ func writeFindings(out io.Writer, fs []analysis.Finding, runID string, crashLine
 			shown := out2[max(0, len(out2)-n):]
 			fmt.Fprintf(out, "      its last %d lines (of %d kept):\n", len(shown), len(out2))
 			for _, l := range shown {
-				fmt.Fprintf(out, "        | %s\n", l)
+				fmt.Fprintf(out, "        | %s\n", outputLine(l))
 			}
 		}
 	}
@@ -284,8 +285,25 @@ func writeWindowLines(out io.Writer, lines []string, runID string, index int) {
 		fmt.Fprintf(out, "        [… %d earlier %s left out; longhaul logs %s --window %d prints them all]\n", left, pluralWord(left, "line", "lines"), runID, index)
 	}
 	for _, l := range shown {
-		fmt.Fprintf(out, "        | %s\n", l)
+		fmt.Fprintf(out, "        | %s\n", outputLine(l))
 	}
+}
+
+// outputLineBytes is where the report cuts a line of the target's output
+// (a request dumped whole, a JSON log record): `longhaul logs` has it all.
+const outputLineBytes = 300
+
+// outputLine is l cut at outputLineBytes (on a character boundary), saying
+// how much was cut.
+func outputLine(l string) string {
+	if len(l) <= outputLineBytes {
+		return l
+	}
+	cut := outputLineBytes
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s[… %d more bytes]", l[:cut], len(l)-cut)
 }
 
 // findingOutputLines is how many of a finding's last output lines (a
