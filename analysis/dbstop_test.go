@@ -75,6 +75,24 @@ func TestDatabaseStop(t *testing.T) {
 		}
 	})
 
+	t.Run("found on resume, never back", func(t *testing.T) {
+		// Found stopped by a resumed drive in window 20's gap, and not
+		// restarted: the error surge after it names the stop.
+		ws := crashRun(1, 30, t0)
+		ws[20] = window.Window{Incarnation: 1, Index: 20, Gap: true, Start: ws[19].End, End: ws[20].End,
+			Events: []window.Event{{Kind: window.EventDatabaseExit, PID: 7, Detail: "the database (postgres) process 7 is not running"}}}
+		for i := 21; i < 30; i++ {
+			fail(&ws[i], 0, 1000)
+		}
+		res := Analyze(ws, DefaultOptions())
+		if f := findKind(t, res, KindDatabaseStop); f.Severity != Critical || f.Evidence.FirstWindow != 20 {
+			t.Errorf("database_stop %s in window %d, want critical in 20", f.Severity, f.Evidence.FirstWindow)
+		}
+		if surge := findKind(t, res, KindErrorSurge); !strings.Contains(surge.Summary, "the database stopped in window 20") {
+			t.Errorf("error surge %q does not name the database's stop", surge.Summary)
+		}
+	})
+
 	t.Run("no event, no finding", func(t *testing.T) {
 		ws := crashRun(1, 30, t0)
 		for i := 20; i < 30; i++ {
