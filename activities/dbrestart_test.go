@@ -17,12 +17,17 @@ import (
 // stopped: Check then fails with a database_exit event, as package
 // provision's ExitError does, until RestartDatabase starts it again (or,
 // with stayDown, never: a database that stops again at once).
+//
+// With pid set, the database is that process: an environment that names
+// another one (the one before a restart) finds it stopped too, as package
+// provision's Check does.
 type dbProvisioner struct {
 	*activitiestest.Provisioner
 	mu       sync.Mutex
 	down     bool
 	stayDown bool
 	restarts int
+	pid      int
 }
 
 type dbExit struct{}
@@ -34,7 +39,7 @@ func (dbExit) FaultEvent() window.Event {
 
 func (p *dbProvisioner) Check(ctx context.Context, env activities.Environment) error {
 	p.mu.Lock()
-	down := p.down
+	down := p.down || (p.pid != 0 && env.DatabasePID != p.pid)
 	p.mu.Unlock()
 	if down {
 		return dbExit{}
@@ -48,6 +53,9 @@ func (p *dbProvisioner) RestartDatabase(_ context.Context, env activities.Enviro
 	p.restarts++
 	p.down = p.stayDown
 	env.DatabasePID = 100 + p.restarts
+	if p.pid != 0 {
+		p.pid = env.DatabasePID
+	}
 	return env, nil
 }
 

@@ -35,11 +35,23 @@ type DriveInput struct {
 	Seed uint64
 }
 
-// Progress is the drive's heartbeat: the last window committed to the store.
+// Progress is the drive's heartbeat: the last window committed to the store,
+// and what a retried attempt carries on with.
 // LastIndex is FirstIndex-1 until the first window closes.
 type Progress struct {
 	Incarnation int
 	LastIndex   int
+	// LastEnd is when window LastIndex ended (before the first, when the
+	// drive began): where the gap of the window a lost worker had in
+	// progress starts.
+	LastEnd time.Time `json:",omitempty"`
+	// DatabaseRestarts counts the times this drive, all attempts, started
+	// the stopped database again (bounded by MaxDatabaseRestarts).
+	DatabaseRestarts int `json:",omitempty"`
+	// Env is the environment as the last restart of its database left it
+	// (its new process), nil before any: a retried attempt checks that
+	// one, not the one the workflow gave the drive.
+	Env *Environment `json:",omitempty"`
 }
 
 // DriveResult says where the drive ended.
@@ -86,9 +98,13 @@ func (e errTargetFailed) Error() string { return "target stopped answering: " + 
 //
 // Thresholds with abort: true are judged as each window is committed; when
 // one fails the load stops (the window in progress closes short and is
-// committed too) and the result says why in StoppedBy. If the environment is
-// gone, the attempt ends with ErrTypeEnvironmentLost and the workflow
-// provisions a new incarnation that continues from LostDetails.NextIndex.
+// committed too) and the result says why in StoppedBy. A resumed attempt
+// that finds the environment's database stopped starts it again in place
+// (at most MaxDatabaseRestarts times per drive, counted across attempts in
+// the heartbeat) and drives on. If the environment is otherwise gone, the
+// attempt ends with ErrTypeEnvironmentLost and the workflow restarts the
+// target or provisions a new incarnation that continues from
+// LostDetails.NextIndex.
 func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, error) {
 	log := a.logger().With("run", in.RunID, "incarnation", in.Incarnation)
 	s, run, err := a.scenario(ctx, in.RunID, in.Overrides)
@@ -104,26 +120,54 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	}
 	resuming, last, lastEnd := rp.resuming, rp.last, rp.lastEnd
 	res.Windows, res.Gaps = rp.windows, rp.gaps
+	// dbRestarts counts the database's restarts over all of this drive's
+	// attempts, so the bound holds per drive: an attempt starts with what
+	// the last one's heartbeat said, and with the environment as that
+	// one's last restart left it.
+	dbRestarts := rp.dbRestarts
+	if rp.env != nil {
+		in.Env = *rp.env
+	}
 	first := last + 1
 	if resuming {
-		// The environment is checked first: a target found stopped now
-		// stopped while no worker watched it, and its event (how, when
-		// known, and its last lines) goes into the lost window's gap, the
-		// one window that covers that time, so the crash is a finding like
-		// one seen as it happened.
+		// The environment is checked first: a target (or database) found
+		// stopped now stopped while no worker watched it, and its event
+		// (how, when known, and its last lines) goes into the lost
+		// window's gap, the one window that covers that time, so the
+		// crash is a finding like one seen as it happened.
+		var events []window.Event
 		checkErr := a.check(ctx, in.Env)
-		var fault *window.Event
-		var fe interface{ FaultEvent() window.Event }
-		if errors.As(checkErr, &fe) {
-			ev := fe.FaultEvent()
-			ev.Detail = mask.String(ev.Detail)
-			ev.Output = mask.Lines(ev.Output)
-			fault = &ev
+		fault := faultEvent(checkErr)
+		if fault != nil && fault.Kind == window.EventDatabaseExit && dbRestarts < MaxDatabaseRestarts {
+			// The database longhaul runs is started again in place, as
+			// the drive does when its check finds it stopped: its data is
+			// kept, and so is the incarnation. The target is checked
+			// again: it may have stopped with its database.
+			var restarted bool
+			foundAt := a.now()
+			if in.Env, restarted = a.restartDatabase(ctx, in.Env, fault, first); restarted {
+				dbRestarts++
+				if fault.At.IsZero() && !lastEnd.IsZero() {
+					// Its "down for" counts from when it was found: when it
+					// stopped is not known, only since when no one watched.
+					fault.Detail += fmt.Sprintf(" from when it was found; it stopped in the %.0f s before, while no worker watched it", foundAt.Sub(lastEnd).Seconds())
+				}
+				events = append(events, *fault)
+				checkErr = a.check(ctx, in.Env)
+				fault = faultEvent(checkErr)
+			}
+		}
+		if fault != nil {
+			events = append(events, *fault)
+		}
+		for i := range events {
+			events[i].Detail = mask.String(events[i].Detail)
+			events[i].Output = mask.Lines(events[i].Output)
 		}
 		if first < in.Total {
-			gap := window.Window{RunID: in.RunID, Incarnation: in.Incarnation, Index: first, Start: lastEnd, End: a.now(), Gap: true}
-			if fault != nil {
-				gap.Events = []window.Event{*fault}
+			gap := window.Window{RunID: in.RunID, Incarnation: in.Incarnation, Index: first, Start: lastEnd, End: a.now(), Gap: true, Events: events}
+			if gap.Start.IsZero() {
+				gap.Start = gap.End // not known: no heartbeat said when the drive began
 			}
 			if err := a.Store.PutWindow(ctx, gap); err != nil {
 				return res, fmt.Errorf("drive run %s: record gap %d: %w", in.RunID, first, err)
@@ -184,7 +228,16 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		}()
 	}
 
-	hb := newHeartbeater(ctx, Progress{Incarnation: in.Incarnation, LastIndex: first - 1})
+	// progress is the heartbeat once window last (ended at end) is committed.
+	progress := func(last int, end time.Time) Progress {
+		p := Progress{Incarnation: in.Incarnation, LastIndex: last, LastEnd: end, DatabaseRestarts: dbRestarts}
+		if dbRestarts > 0 {
+			env := in.Env
+			p.Env = &env
+		}
+		return p
+	}
+	hb := newHeartbeater(ctx, progress(first-1, a.now()))
 	defer hb.stop()
 
 	committed := a.counter("longhaul_soak_windows_total")
@@ -199,14 +252,13 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		maxFailures = DefaultCheckFailures
 	}
 	reported := map[string]bool{} // event kinds already recorded by this drive
-	dbRestarts := 0
 	commits := &commitQueue{
 		put: a.Store.PutWindow, now: a.now, limit: a.StoreBehindLimit, log: log,
 		committed: func(w window.Window) {
 			inc(committed)
 			res.Windows++
 			res.NextIndex = w.Index + 1
-			hb.record(Progress{Incarnation: in.Incarnation, LastIndex: w.Index})
+			hb.record(progress(w.Index, w.End))
 		},
 	}
 	marks := a.outputMarks(in.Env, log)
@@ -384,6 +436,9 @@ type resume struct {
 	lastEnd time.Time
 	// windows and gaps already in the store for this drive.
 	windows, gaps int
+	// dbRestarts and env are the last heartbeat's DatabaseRestarts and Env.
+	dbRestarts int
+	env        *Environment
 }
 
 // resumePoint finds where this attempt starts: after the later of the last
@@ -398,6 +453,8 @@ func (a *Activities) resumePoint(ctx context.Context, in DriveInput) (resume, er
 		if err := activity.GetHeartbeatDetails(ctx, &p); err == nil && p.Incarnation == in.Incarnation {
 			r.resuming = true
 			r.last = max(r.last, p.LastIndex)
+			r.lastEnd = p.LastEnd
+			r.dbRestarts, r.env = p.DatabaseRestarts, p.Env
 		}
 	}
 	ws, err := a.Store.Windows(ctx, in.RunID, store.WindowQuery{Incarnation: in.Incarnation, FromIndex: in.FirstIndex})
@@ -461,6 +518,17 @@ func (a *Activities) check(ctx context.Context, env Environment) error {
 		return fmt.Errorf("no answer within %v from the %s provider; the next window checks again (%w)", d, env.Provider, context.DeadlineExceeded)
 	}
 	return err
+}
+
+// faultEvent is the event a failed check carries (package provision's
+// ExitError: what stopped and how), nil for any other failure.
+func faultEvent(checkErr error) *window.Event {
+	var fe interface{ FaultEvent() window.Event }
+	if !errors.As(checkErr, &fe) {
+		return nil
+	}
+	ev := fe.FaultEvent()
+	return &ev
 }
 
 // heartbeater reports the latest Progress on a ticker as well as on every

@@ -57,8 +57,11 @@ func (r Result) Verdicts() []Finding {
 // an error surge and a throughput limit in a run's windows. Windows may come in
 // any order and from several incarnations; each incarnation (a fresh
 // environment after the previous one was lost) is analysed on its own, since
-// its heap and tables start over. Gap and partial windows are skipped; each incarnation's
-// warm-up windows are excluded (Options.Warmup, Options.WarmupWindows).
+// its heap and tables start over. Gap and partial windows are skipped (a
+// gap's events still count: a target or database that a resumed drive found
+// stopped is a finding, even in an incarnation that has nothing but gaps);
+// each incarnation's warm-up windows are excluded (Options.Warmup,
+// Options.WarmupWindows).
 //
 // Analyze is a pure function of its input: no I/O, safe for concurrent use,
 // and ws is not modified.
@@ -71,6 +74,12 @@ func Analyze(ws []window.Window, opts Options) Result {
 	for k, inc := range incs {
 		fs := append(inc.crashes(runStart, incs[k+1:]), inc.databaseStops(runStart)...)
 		fs = append(fs, inc.storeBehind()...)
+		if len(inc.all) == 0 {
+			// Only gaps: what stopped is all there is to say (no
+			// window to judge, nor to call too few).
+			out = append(out, sortFindings(fs)...)
+			continue
+		}
 		var thin []string // detectors skipped for lack of windows
 		if f, ok := a.leak(inc); ok {
 			fs = append(fs, f)
@@ -118,15 +127,20 @@ func Analyze(ws []window.Window, opts Options) Result {
 		} else {
 			lastMissing = nil
 		}
-		slices.SortStableFunc(fs, func(x, y Finding) int {
-			if c := cmp.Compare(y.Severity.Rank(), x.Severity.Rank()); c != 0 {
-				return c
-			}
-			return cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind))
-		})
-		out = append(out, fs...)
+		out = append(out, sortFindings(fs)...)
 	}
 	return Result{Findings: out}
+}
+
+// sortFindings orders one incarnation's findings most severe first.
+func sortFindings(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, func(x, y Finding) int {
+		if c := cmp.Compare(y.Severity.Rank(), x.Severity.Rank()); c != 0 {
+			return c
+		}
+		return cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind))
+	})
+	return fs
 }
 
 // firstStart is the earliest start of a window of ws that is not a gap.
@@ -177,16 +191,21 @@ type incarnation struct {
 	num      int
 	external bool             // longhaul did not start the target (Options.ExternalTarget)
 	all      []*window.Window // every window of the incarnation but gaps, warm-up included, by index
-	// stoppedGaps are the gaps that say the target stopped: a drive resumed
-	// after its worker died found it stopped (no window saw it happen).
+	// stoppedGaps are the gaps that say the target or its database
+	// stopped: a drive resumed after its worker died found it stopped (no
+	// window saw it happen). An incarnation may have nothing else (all
+	// empty): its worker died in its first window.
 	stoppedGaps []*window.Window
-	warmup      int                    // windows excluded as warm-up
-	ws          []*window.Window       // analysed windows, by index
-	t           []float64              // seconds from the first analysed window's start to each window's end
-	full        []bool                 // window is at least half the usual length (rates are representative)
-	rps         []float64              // requests per second
-	level       []float64              // load level: ramp target if any, else VUs
-	tables      map[string][]tableRead // per table, in window order (windows with the table only)
+	// firstGap is the incarnation's first gap when it has no window (a
+	// restarted target's: the slot lost while it restarted).
+	firstGap *window.Window
+	warmup   int                    // windows excluded as warm-up
+	ws       []*window.Window       // analysed windows, by index
+	t        []float64              // seconds from the first analysed window's start to each window's end
+	full     []bool                 // window is at least half the usual length (rates are representative)
+	rps      []float64              // requests per second
+	level    []float64              // load level: ramp target if any, else VUs
+	tables   map[string][]tableRead // per table, in window order (windows with the table only)
 	// sqlite holds the rows of each table that has no read statistics
 	// (only i and liveRows are set): the tables of a SQLite file
 	// (sqliteFile), or the collections of a database server that counts
@@ -211,11 +230,21 @@ type tableRead struct {
 // per-window series the detectors share.
 func (a *analyzer) split(ws []window.Window) []*incarnation {
 	byInc := map[int][]*window.Window{}
-	stopped := map[int][]*window.Window{} // gaps that say the target stopped
+	// Gaps that say the target or its database stopped. An incarnation
+	// whose worker died in its very first window has no other window: it
+	// is analysed all the same, for those events.
+	stopped := map[int][]*window.Window{}
+	firstGap := map[int]*window.Window{}
 	for i := range ws {
 		w := &ws[i]
-		if w.Gap && hasEvent(w, window.EventTargetExit) {
+		if g := firstGap[w.Incarnation]; w.Gap && (g == nil || w.Index < g.Index) {
+			firstGap[w.Incarnation] = w
+		}
+		if w.Gap && (hasEvent(w, window.EventTargetExit) || hasEvent(w, window.EventDatabaseExit)) {
 			stopped[w.Incarnation] = append(stopped[w.Incarnation], w)
+			if _, ok := byInc[w.Incarnation]; !ok {
+				byInc[w.Incarnation] = nil
+			}
 		}
 		if w.Gap || w.Partial {
 			continue // a partial window's rates and tail are not comparable
@@ -243,6 +272,9 @@ func (a *analyzer) split(ws []window.Window) []*incarnation {
 		list = dedup
 		inc := a.newIncarnation(n, list)
 		inc.stoppedGaps = stopped[n]
+		if len(list) == 0 {
+			inc.firstGap = firstGap[n]
+		}
 		out = append(out, inc)
 	}
 	return out

@@ -1,9 +1,7 @@
 package analysis
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -28,12 +26,7 @@ func (inc *incarnation) crashes(runStart time.Time, later []*incarnation) []Find
 	var out []Finding
 	var served int64
 	var lastAt time.Time // when the last crash happened
-	ws := inc.all
-	if len(inc.stoppedGaps) > 0 {
-		ws = append(slices.Clone(inc.all), inc.stoppedGaps...)
-		slices.SortStableFunc(ws, func(x, y *window.Window) int { return cmp.Compare(x.Index, y.Index) })
-	}
-	for _, w := range ws {
+	for _, w := range inc.withStoppedGaps() {
 		served += answered(w)
 		for _, ev := range w.Events {
 			if ev.Kind != window.EventTargetExit {
@@ -45,7 +38,7 @@ func (inc *incarnation) crashes(runStart time.Time, later []*incarnation) []Find
 			}
 		}
 	}
-	if len(out) > 0 && len(later) > 0 && later[0].num == inc.num+1 && len(later[0].all) > 0 {
+	if len(out) > 0 && len(later) > 0 && later[0].num == inc.num+1 {
 		noteRestart(&out[len(out)-1], lastAt, later[0])
 	}
 	return out
@@ -53,12 +46,21 @@ func (inc *incarnation) crashes(runStart time.Time, later []*incarnation) []Find
 
 // noteRestart adds to a crash finding that the target was started again
 // as incarnation next and was down from the crash (at) until next's first
-// window began (the target answered its health check just before).
+// window began (the target answered its health check just before), or,
+// when next has no window (its worker died in its first), until the end of
+// its first gap, the slot lost while it restarted.
 func noteRestart(f *Finding, at time.Time, next *incarnation) {
-	if at.IsZero() || next.all[0].Start.IsZero() {
+	var up time.Time
+	switch {
+	case len(next.all) > 0:
+		up = next.all[0].Start
+	case next.firstGap != nil:
+		up = next.firstGap.End
+	}
+	if at.IsZero() || up.IsZero() {
 		return
 	}
-	down := next.all[0].Start.Sub(at).Seconds()
+	down := up.Sub(at).Seconds()
 	if down < 0 {
 		return
 	}

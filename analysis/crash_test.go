@@ -238,3 +238,40 @@ func TestCrashFindingsAcrossRestarts(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashInAnIncarnationsFirstWindow: incarnation 2 (the target
+// restarted; its first slot, 5, is the restart's gap) lost its worker in
+// its first window, 6, and the resumed drive found the target stopped and
+// recorded it in 6's gap. The incarnation has no other window; its crash
+// is a finding all the same, and nothing else is said of it (no window to
+// judge, nor to call too few).
+func TestCrashInAnIncarnationsFirstWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	ws := crashRun(1, 5, t0)
+	ws[4].Events = []window.Event{{Kind: window.EventTargetExit, At: t0.Add(45 * time.Second), Signal: 9}}
+	ws = append(ws,
+		window.Window{Incarnation: 2, Index: 5, Gap: true, Start: t0.Add(50 * time.Second), End: t0.Add(52 * time.Second)},
+		window.Window{Incarnation: 2, Index: 6, Gap: true, Start: t0.Add(52 * time.Second), End: t0.Add(70 * time.Second),
+			Events: []window.Event{{Kind: window.EventTargetExit, PID: 4242, Detail: "the target process 4242 exited (exit status unknown)",
+				Output: []string{"panic: nil map", "goroutine 1 [running]:"}}}})
+	res := Analyze(ws, Options{WarmupWindows: 2})
+	var second []Finding
+	for _, f := range res.Findings {
+		if f.Incarnation == 2 {
+			second = append(second, f)
+		}
+		// Incarnation 1's crash says when the target was up again: the
+		// end of the restart's gap.
+		if f.Incarnation == 1 && f.Kind == KindCrash && !strings.HasSuffix(f.Summary, "; restarted (incarnation 2), down for 7.0 s") {
+			t.Errorf("incarnation 1's crash = %q, want it to say the target restarted, down 7.0 s", f.Summary)
+		}
+	}
+	if len(second) != 1 || second[0].Kind != KindCrash || second[0].Severity != Critical {
+		t.Fatalf("incarnation 2's findings = %+v, want its crash alone", second)
+	}
+	f := second[0]
+	want := "the target stopped by 0:01:10 into the run (window 6, lost with its worker: found stopped when the drive resumed), after 0 requests served (exit status unknown)"
+	if f.Summary != want || f.Evidence.FirstWindow != 6 || len(f.Evidence.Output) != 2 {
+		t.Errorf("crash = %q in window %d with %d lines, want %q in window 6 with its 2 lines", f.Summary, f.Evidence.FirstWindow, len(f.Evidence.Output), want)
+	}
+}

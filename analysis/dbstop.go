@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/longhaul-dev/longhaul/window"
@@ -26,29 +28,44 @@ const recoveredErrorShare = 0.01
 // that stops is a fact whenever it happens.
 func (inc *incarnation) databaseStops(runStart time.Time) []Finding {
 	var out []Finding
-	for k, w := range inc.all {
+	for _, w := range inc.withStoppedGaps() {
 		for _, ev := range w.Events {
 			if ev.Kind != window.EventDatabaseExit {
 				continue
 			}
-			out = append(out, inc.databaseStop(k, ev, runStart))
+			out = append(out, inc.databaseStop(w, ev, runStart))
 		}
 	}
 	return out
 }
 
-func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time) Finding {
-	w := inc.all[k]
+// withStoppedGaps is inc.all with inc.stoppedGaps among them, by index.
+func (inc *incarnation) withStoppedGaps() []*window.Window {
+	if len(inc.stoppedGaps) == 0 {
+		return inc.all
+	}
+	ws := append(slices.Clone(inc.all), inc.stoppedGaps...)
+	slices.SortStableFunc(ws, func(x, y *window.Window) int { return cmp.Compare(x.Index, y.Index) })
+	return ws
+}
+
+// databaseStop is the finding for ev, recorded in w: a window of inc.all,
+// or a gap (a drive resuming after its worker died found the database
+// stopped), whose errors are then those of the windows after it.
+func (inc *incarnation) databaseStop(w *window.Window, ev window.Event, runStart time.Time) Finding {
+	k, _ := slices.BinarySearchFunc(inc.all, w.Index, func(x *window.Window, i int) int { return cmp.Compare(x.Index, i) })
 	var errs window.Errors
 	recovered := -1
+	last := w.Index // the last window with the stop's errors
 	for j := k; j < len(inc.all); j++ {
 		x := inc.all[j]
 		n := x.Errors.Total() - x.Errors.Interrupted
-		if j > k && x.Requests > 0 && float64(n) <= recoveredErrorShare*float64(x.Requests-x.Errors.Interrupted) {
+		if x != w && x.Requests > 0 && float64(n) <= recoveredErrorShare*float64(x.Requests-x.Errors.Interrupted) {
 			recovered = j
 			break
 		}
 		errs.AddAll(x.Errors)
+		last = x.Index
 	}
 	errs.Interrupted = 0
 	at := ev.At
@@ -59,9 +76,18 @@ func (inc *incarnation) databaseStop(k int, ev window.Event, runStart time.Time)
 	if !runStart.IsZero() && !at.IsZero() {
 		when = fmt.Sprintf("%s into the run (window %d; %s)", clockOf(at.Sub(runStart)), w.Index, ev.How())
 	}
-	last := inc.all[len(inc.all)-1].Index
-	if recovered >= 0 {
-		last = inc.all[recovered-1].Index
+	if w.Gap {
+		// No window saw it stop: it happened while the drive's worker was
+		// gone, at the latest when the resumed drive found it.
+		lost := "lost with its worker: found stopped when the drive resumed"
+		when = fmt.Sprintf("in window %d (%s; %s)", w.Index, lost, ev.How())
+		if !runStart.IsZero() && !at.IsZero() {
+			by := ""
+			if ev.At.IsZero() {
+				by = "by "
+			}
+			when = fmt.Sprintf("%s%s into the run (window %d, %s; %s)", by, clockOf(at.Sub(runStart)), w.Index, lost, ev.How())
+		}
 	}
 	f := Finding{
 		Kind:        KindDatabaseStop,

@@ -58,6 +58,41 @@ func TestDatabaseStop(t *testing.T) {
 		}
 	})
 
+	t.Run("found on resume", func(t *testing.T) {
+		// The worker died in window 8; the drive resuming on the next
+		// worker found the database stopped, restarted it and recorded it
+		// in 8's gap. The target's pool still failed in window 9.
+		ws := crashRun(1, 30, t0)
+		found := window.Event{Kind: window.EventDatabaseExit, PID: 7, Signal: 9, Restarted: true,
+			Detail: "the database (postgres) process 7 exited (signal 9: killed); longhaul restarted it in place, down for 1.3 s"}
+		ws[8] = window.Window{Incarnation: 1, Index: 8, Gap: true, Start: ws[7].End, End: ws[8].End.Add(5 * time.Second), Events: []window.Event{found}}
+		fail(&ws[9], 40, 0)
+		res := Analyze(ws, DefaultOptions())
+		f := findKind(t, res, KindDatabaseStop)
+		want := "the database was killed by 0:01:35 into the run (window 8, lost with its worker: found stopped when the drive resumed; signal 9: killed); longhaul restarted it in place; the target answered 40 errors (refused:40) until it recovered in window 10"
+		if f.Summary != want || f.Severity != Warning || f.Evidence.FirstWindow != 8 || f.Evidence.LastWindow != 9 {
+			t.Errorf("got %s %q over windows %d–%d\nwant warning %q over 8–9", f.Severity, f.Summary, f.Evidence.FirstWindow, f.Evidence.LastWindow, want)
+		}
+	})
+
+	t.Run("found on resume, never back", func(t *testing.T) {
+		// Found stopped by a resumed drive in window 20's gap, and not
+		// restarted: the error surge after it names the stop.
+		ws := crashRun(1, 30, t0)
+		ws[20] = window.Window{Incarnation: 1, Index: 20, Gap: true, Start: ws[19].End, End: ws[20].End,
+			Events: []window.Event{{Kind: window.EventDatabaseExit, PID: 7, Detail: "the database (postgres) process 7 is not running"}}}
+		for i := 21; i < 30; i++ {
+			fail(&ws[i], 0, 1000)
+		}
+		res := Analyze(ws, DefaultOptions())
+		if f := findKind(t, res, KindDatabaseStop); f.Severity != Critical || f.Evidence.FirstWindow != 20 {
+			t.Errorf("database_stop %s in window %d, want critical in 20", f.Severity, f.Evidence.FirstWindow)
+		}
+		if surge := findKind(t, res, KindErrorSurge); !strings.Contains(surge.Summary, "the database stopped in window 20") {
+			t.Errorf("error surge %q does not name the database's stop", surge.Summary)
+		}
+	})
+
 	t.Run("no event, no finding", func(t *testing.T) {
 		ws := crashRun(1, 30, t0)
 		for i := 20; i < 30; i++ {

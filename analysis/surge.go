@@ -132,9 +132,10 @@ func (a *analyzer) errorSurge(inc *incarnation) (Finding, bool, bool) {
 }
 
 // databaseStoppedIn returns the index of the first window in [from, to]
-// (window indexes) in which the drive found the database stopped.
+// (window indexes) in which the drive found the database stopped (a gap
+// too: a resumed drive found it stopped).
 func (inc *incarnation) databaseStoppedIn(from, to int) (int, bool) {
-	for _, w := range inc.all {
+	for _, w := range inc.withStoppedGaps() {
 		if w.Index < from || w.Index > to {
 			continue
 		}

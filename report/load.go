@@ -19,7 +19,8 @@ type RunSource interface {
 }
 
 // LoadRun reads the stored run r's windows, findings, judged thresholds and
-// notifications into its report. The gate is judged with r.FailOn: set it
+// notifications into its report, and, for a crash finding, what the target
+// printed during its window when st keeps the run's output (store.Logs). The gate is judged with r.FailOn: set it
 // before to judge the run with another severity than it ran with.
 func LoadRun(ctx context.Context, st RunSource, r store.Run) (RunReport, error) {
 	ws, err := st.Windows(ctx, r.ID, store.AllWindows)
@@ -42,5 +43,21 @@ func LoadRun(ctx context.Context, st RunSource, r store.Run) (RunReport, error) 
 	if rep.Notifications, err = st.Notifications(ctx, r.ID); err != nil {
 		return RunReport{}, fmt.Errorf("read notifications of run %s: %w", r.ID, err)
 	}
+	if kept, ok := st.(store.Logs); ok && hasCrash(fs) {
+		// Output that cannot be read costs the report those lines, not
+		// the report: the crash's own last lines are shown instead.
+		if ls, err := kept.Logs(ctx, r.ID, true); err == nil {
+			rep.SetCrashLines(ls)
+		}
+	}
 	return rep, nil
+}
+
+func hasCrash(fs []analysis.Finding) bool {
+	for _, f := range fs {
+		if f.Kind == analysis.KindCrash {
+			return true
+		}
+	}
+	return false
 }

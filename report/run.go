@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/longhaul-dev/longhaul/analysis"
 	"github.com/longhaul-dev/longhaul/store"
@@ -36,6 +37,35 @@ type RunReport struct {
 	Gate *thresholds.Gate
 	// Notifications are those a scheduled run sent or failed to send.
 	Notifications []store.Notification
+	// CrashLines are what the target printed during each crash finding's
+	// window, when its output was kept (SetCrashLines); the text report
+	// shows them instead of the crash event's own last lines.
+	CrashLines map[CrashWindow][]string
+}
+
+// CrashWindow names the window a crash finding is in.
+type CrashWindow struct{ Incarnation, Window int }
+
+// SetCrashLines finds, in the run's kept logs (store.Logs with data),
+// what the target printed during each crash finding's window.
+func (rep *RunReport) SetCrashLines(ls []store.TargetLog) {
+	for _, f := range rep.Findings {
+		if f.Kind != analysis.KindCrash {
+			continue
+		}
+		var mine []store.TargetLog
+		for _, l := range ls {
+			if l.Incarnation == f.Incarnation || f.Incarnation == 0 {
+				mine = append(mine, l)
+			}
+		}
+		if lines, ok := WindowLines(mine, "target", f.Evidence.FirstWindow); ok {
+			if rep.CrashLines == nil {
+				rep.CrashLines = map[CrashWindow][]string{}
+			}
+			rep.CrashLines[CrashWindow{f.Incarnation, f.Evidence.FirstWindow}] = lines
+		}
+	}
 }
 
 // NewRunReport assembles a report, summarising ws with window.Merge; the
@@ -118,7 +148,7 @@ func WriteRunText(out io.Writer, rep RunReport) error {
 	fmt.Fprintln(b)
 	writeStatements(b, rep.Statements)
 	WriteProbeProblems(b, rep.ProbeProblems)
-	WriteFindings(b, rep.Findings)
+	writeFindings(b, rep.Findings, rep.Run.ID, rep.CrashLines)
 	WriteNotifications(b, rep.Notifications)
 	if rep.gated() {
 		fmt.Fprintln(b)
@@ -208,6 +238,13 @@ type probeProblemObject struct {
 // "severity kind: summary" with the evidence that is set on an indented line
 // below; or "no findings".
 func WriteFindings(out io.Writer, fs []analysis.Finding) {
+	writeFindings(out, fs, "", nil)
+}
+
+// writeFindings is WriteFindings, with a crash finding followed by what
+// the target printed during its window when crashLines has it (run runID's),
+// else by the crash event's own last lines.
+func writeFindings(out io.Writer, fs []analysis.Finding, runID string, crashLines map[CrashWindow][]string) {
 	if len(fs) == 0 {
 		fmt.Fprintln(out, "no findings")
 		return
@@ -220,19 +257,62 @@ func WriteFindings(out io.Writer, fs []analysis.Finding) {
 		if ev := evidence(f); ev != "" {
 			fmt.Fprintf(out, "      %s\n", ev)
 		}
+		if lines, ok := crashLines[CrashWindow{f.Incarnation, f.Evidence.FirstWindow}]; ok && f.Kind == analysis.KindCrash && len(lines) > 0 {
+			writeWindowLines(out, lines, runID, f.Evidence.FirstWindow)
+			continue
+		}
 		if out2 := f.Evidence.Output; len(out2) > 0 {
-			shown := out2[max(0, len(out2)-findingOutputLines):]
+			n := findingOutputLines
+			if f.Kind == analysis.KindCrash {
+				n = crashOutputLines
+			}
+			shown := out2[max(0, len(out2)-n):]
 			fmt.Fprintf(out, "      its last %d lines (of %d kept):\n", len(shown), len(out2))
 			for _, l := range shown {
-				fmt.Fprintf(out, "        | %s\n", l)
+				fmt.Fprintf(out, "        | %s\n", outputLine(l))
 			}
 		}
 	}
 }
 
-// findingOutputLines is how many of a crash's last output lines the text
-// report prints; the run page and the JSON report have all that were kept.
-const findingOutputLines = 10
+// writeWindowLines prints the last crashOutputLines of what the target
+// printed during window index, saying how many were left out before them
+// and which command prints them all.
+func writeWindowLines(out io.Writer, lines []string, runID string, index int) {
+	shown := lines[max(0, len(lines)-crashOutputLines):]
+	fmt.Fprintf(out, "      what it printed during window %d (%d %s):\n", index, len(lines), pluralWord(len(lines), "line", "lines"))
+	if left := len(lines) - len(shown); left > 0 {
+		fmt.Fprintf(out, "        [… %d earlier %s left out; longhaul logs %s --window %d prints them all]\n", left, pluralWord(left, "line", "lines"), runID, index)
+	}
+	for _, l := range shown {
+		fmt.Fprintf(out, "        | %s\n", outputLine(l))
+	}
+}
+
+// outputLineBytes is where the report cuts a line of the target's output
+// (a request dumped whole, a JSON log record): `longhaul logs` has it all.
+const outputLineBytes = 300
+
+// outputLine is l cut at outputLineBytes (on a character boundary), saying
+// how much was cut.
+func outputLine(l string) string {
+	if len(l) <= outputLineBytes {
+		return l
+	}
+	cut := outputLineBytes
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s[… %d more bytes]", l[:cut], len(l)-cut)
+}
+
+// findingOutputLines is how many of a finding's last output lines (a
+// database's at its stop) the text report prints; crashOutputLines a
+// crash's. The run page and the JSON report have all that were kept.
+const (
+	findingOutputLines = 10
+	crashOutputLines   = 50
+)
 
 // WriteNotifications prints the notifications, one line each, under
 // "notifications:"; nothing when there are none.

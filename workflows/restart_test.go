@@ -283,3 +283,107 @@ func TestSoakCrashFoundOnResumeIsAFinding(t *testing.T) {
 		t.Errorf("crash finding = %+v, want incarnation 1's, window 3, found on resume", crash)
 	}
 }
+
+// TestSoakCrashInFirstWindowIsAFinding: the target crashes in window 3 and
+// is restarted (incarnation 2, from slot 5 on); the worker then dies in
+// incarnation 2's very first window, 6, and the target with it. The
+// resumed drive finds it stopped and records it in 6's gap, so incarnation
+// 2 has nothing but gaps; its crash is a finding all the same, and the
+// target is restarted again (incarnation 3).
+func TestSoakCrashInFirstWindowIsAFinding(t *testing.T) {
+	f := newFixture(t, 10)
+	f.in.Scenario = restartYAML(3)
+	f.acts.Analyzer = activities.Findings
+	f.prov.Exits = true
+	f.drv.Before = func(_ context.Context, call, index int) error {
+		switch {
+		case call == 1 && index == 3:
+			f.prov.Kill("r1-1")
+		case call == 2 && index == 6:
+			f.prov.Kill("r1-1")
+			return errors.New("worker died")
+		}
+		return nil
+	}
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 7, Gaps: 3, Incarnations: 3, Findings: 6},
+		append(append(keysFor(1, 0, 4), "2/5gap", "2/6gap", "3/7gap"), keysFor(3, 8, 9)...))
+	fs, _ := f.store.Findings(context.Background(), "r1")
+	var crashes []analysis.Finding
+	for _, x := range fs {
+		if x.Kind == analysis.KindCrash {
+			crashes = append(crashes, x)
+		}
+	}
+	if len(crashes) != 2 || crashes[1].Incarnation != 2 || crashes[1].Evidence.FirstWindow != 6 ||
+		!strings.Contains(crashes[1].Summary, "found stopped when the drive resumed") {
+		t.Errorf("crash findings = %+v, want incarnation 1's and incarnation 2's in window 6, found on resume", crashes)
+	}
+}
+
+// dbStops is a provisioner whose environment's database can be stopped
+// (Check then fails with a database_exit event) and started again.
+type dbStops struct {
+	*activitiestest.Provisioner
+	down     bool
+	restarts int
+}
+
+type dbExit struct{}
+
+func (dbExit) Error() string { return "the database (postgres) process 7 exited (signal 9: killed)" }
+func (dbExit) FaultEvent() window.Event {
+	return window.Event{Kind: window.EventDatabaseExit, PID: 7, Signal: 9, Detail: "the database (postgres) process 7 exited (signal 9: killed)"}
+}
+
+func (p *dbStops) Check(ctx context.Context, env activities.Environment) error {
+	if p.down {
+		return dbExit{}
+	}
+	return p.Provisioner.Check(ctx, env)
+}
+
+func (p *dbStops) RestartDatabase(_ context.Context, env activities.Environment) (activities.Environment, error) {
+	p.down = false
+	p.restarts++
+	return env, nil
+}
+
+// TestSoakDatabaseFoundStoppedOnResume: the worker dies during window 3
+// and the database stops while no worker watches. The resumed drive starts
+// the database again in place and drives on: one incarnation, provisioned
+// once, slot 3 a gap recording the stop (restarted), every other slot
+// measured, and a database_stop finding for it.
+func TestSoakDatabaseFoundStoppedOnResume(t *testing.T) {
+	f := newFixture(t, 10)
+	f.acts.Analyzer = activities.Findings
+	prov := &dbStops{Provisioner: f.prov}
+	f.acts.Provisioner = prov
+	f.drv.Before = func(_ context.Context, call, index int) error {
+		if call == 1 && index == 3 {
+			prov.down = true
+			return errors.New("worker died")
+		}
+		return nil
+	}
+	f.completes(t, SoakResult{RunID: "r1", Status: store.Completed, Windows: 9, Gaps: 1, Incarnations: 1, Findings: 3},
+		append(append(keysFor(1, 0, 2), "1/3gap"), keysFor(1, 4, 9)...))
+	if got, want := strings.Join(f.prov.Provisioned, ","), "r1-1"; got != want || prov.restarts != 1 {
+		t.Errorf("provisioned = %s, database restarts %d; want %s and 1 (restarted in place, not replaced)", got, prov.restarts, want)
+	}
+	ws, _ := f.store.Windows(context.Background(), "r1", store.WindowQuery{Incarnation: 1, FromIndex: 3})
+	if len(ws) == 0 || ws[0].Index != 3 || len(ws[0].Events) != 1 || !ws[0].Events[0].Restarted {
+		t.Fatalf("window 3 = %+v, want the gap with the database's stop, restarted", ws[0])
+	}
+	fs, _ := f.store.Findings(context.Background(), "r1")
+	var stop *analysis.Finding
+	for i := range fs {
+		if fs[i].Kind == analysis.KindDatabaseStop {
+			stop = &fs[i]
+		}
+	}
+	if stop == nil || stop.Evidence.FirstWindow != 3 || !strings.Contains(stop.Summary, "found stopped when the drive resumed") || !strings.Contains(stop.Summary, "longhaul restarted it in place") {
+		t.Errorf("database_stop finding = %+v, want window 3's, found on resume, restarted", stop)
+	}
+}
+
+var _ activities.DatabaseRestarter = (*dbStops)(nil)
