@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,7 +47,7 @@ func mongoDemoSoak(t *testing.T, indexBucket bool, d time.Duration) ([]window.Wi
 		t.Fatalf("provision: %v", err)
 	}
 	aenv := activities.Environment{ID: penv.ID, Provider: penv.Provider, TargetURL: penv.TargetURL, PID: penv.Target.PID,
-		DatabaseURL: penv.Database.URL, DatabasePID: penv.Database.Process.PID}
+		DatabaseURL: penv.Database.URL, DatabaseBackendURL: penv.Database.BackendURL, DatabasePID: penv.Database.Process.PID}
 	logger := slog.New(slog.DiscardHandler)
 	prober, err := activities.ServerProbes(logger)(ctx, aenv, scenarios.Probes{})
 	if err != nil {
@@ -105,23 +104,8 @@ func TestMongoDemoCollapseNamesItems(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 40 s soak")
 	}
-	srv, err := mongoserver.Find()
-	if err != nil {
+	if _, err := mongoserver.Find(); err != nil {
 		t.Skip(err)
-	}
-	if srv.FerretDB && os.Getenv("LONGHAUL_FERRETDB_E2E") == "" {
-		// Measured 2026-12-05 on the shared 2-core machine. FerretDB reads
-		// and decodes every item for each list request (and for each get:
-		// it pushes down no integer _id) and saturates; once it does, every
-		// op queues behind the scans alike, so no op slows by itself, and
-		// the scans' CPU is FerretDB's, not the target's: neither way the
-		// collapse rule traces a collection without documents-read
-		// statistics sees items. Earlier its $collStats readings also
-		// missed the 500 ms budget in most windows; read at once (no
-		// DatabaseDelay) they missed 4 of 25 at a load average of ~40, and
-		// the run found "likely interference" (other processes took 88 %
-		// of the machine). Not passing; LONGHAUL_FERRETDB_E2E=1 runs it.
-		t.Skip("on FerretDB the saturated server slows every op alike and the collapse is not traced to items (not passing; LONGHAUL_FERRETDB_E2E=1 runs it); passes only with mongod, untested here")
 	}
 	ws, res := mongoDemoSoak(t, false, 50*time.Second)
 	if len(ws) < 20 {
@@ -144,19 +128,8 @@ func TestMongoDemoIndexedQuiet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 40 s soak")
 	}
-	srv, err := mongoserver.Find()
-	if err != nil {
+	if _, err := mongoserver.Find(); err != nil {
 		t.Skip(err)
-	}
-	if srv.FerretDB {
-		// Measured (bench/ferretdb-pushdown, 2026-12-05): FerretDB 1.24 uses
-		// no index for the list query on either backend. Over SQLite it
-		// pushes down only an _id equal to a string or ObjectId; over
-		// PostgreSQL every equality becomes _jsonb->'bucket' @> '7', which
-		// its B-tree index on (_jsonb->'bucket') cannot serve (a Seq Scan
-		// removing 19,800 of 20,000 rows), and sort and limit stay in Go.
-		// The indexed demo slows down as items grows there too.
-		t.Skip("ferretdb uses no index for the list query on either backend (bench/ferretdb-pushdown/RESULTS.md): the indexed demo is not quiet there; needs mongod")
 	}
 	_, res := mongoDemoSoak(t, true, 40*time.Second)
 	for _, f := range res.Verdicts() {
