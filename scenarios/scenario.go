@@ -269,7 +269,7 @@ type Resources struct {
 // provider runs mysql:8.4 or mariadb:11; the local provider runs Debian's
 // MariaDB server for both, which speaks MySQL's protocol), "mongodb" (the
 // docker provider runs mongo:7; the local provider a mongod on PATH, else
-// FerretDB, a MongoDB-protocol server, over SQLite).
+// FerretDB, a MongoDB-protocol server, over a private PostgreSQL).
 type Database struct {
 	Kind     string `yaml:"kind" json:"kind,omitempty"`
 	Image    string `yaml:"image" json:"image,omitempty"` // docker; default per kind (postgres:16, mysql:8.4, mariadb:11, mongo:7)

@@ -7,7 +7,9 @@ package mongoserver
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -34,8 +36,9 @@ func (s Server) Name() string {
 	return "mongod"
 }
 
-// Find returns mongod from PATH, else ferretdb, else an error that names
-// both and how to get them.
+// Find returns mongod from PATH, else ferretdb from PATH or from where
+// scripts/install-ferretdb.sh puts it (Go's bin directory, which is often
+// not on PATH), else an error that names both and how to get them.
 func Find() (Server, error) {
 	if p, err := exec.LookPath("mongod"); err == nil {
 		return Server{Path: p}, nil
@@ -43,7 +46,29 @@ func Find() (Server, error) {
 	if p, err := exec.LookPath("ferretdb"); err == nil {
 		return Server{Path: p, FerretDB: true}, nil
 	}
+	for _, dir := range goBinDirs() {
+		if p, err := exec.LookPath(filepath.Join(dir, "ferretdb")); err == nil {
+			return Server{Path: p, FerretDB: true}, nil
+		}
+	}
 	return Server{}, fmt.Errorf("neither mongod nor ferretdb is on PATH: install MongoDB's server, or FerretDB with `%s`", FerretDBInstall)
+}
+
+// goBinDirs are where `go install` and `go build -o $(go env GOPATH)/bin`
+// put binaries: $GOBIN, each $GOPATH's bin, else ~/go/bin.
+func goBinDirs() []string {
+	var dirs []string
+	if d := os.Getenv("GOBIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		for _, d := range filepath.SplitList(gp) {
+			dirs = append(dirs, filepath.Join(d, "bin"))
+		}
+	} else if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	return dirs
 }
 
 // Args is the server's command line: its data in the existing directory
