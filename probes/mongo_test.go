@@ -325,4 +325,13 @@ func TestMongoStatsReaderFerretDBBackend(t *testing.T) {
 	if indexed.RowsReadPerRequest > 25 {
 		t.Errorf("index: %.1f documents read per request, want ≤ 25", indexed.RowsReadPerRequest)
 	}
+
+	// Dropping the index drops its companion: the finds scan again.
+	if err := items.Indexes().DropOne(ctx, "bucket_1"); err != nil {
+		t.Fatal(err)
+	}
+	dropped := measure()
+	if it = items1(dropped); it.SeqScans != 10 || it.IndexScans != 0 {
+		t.Errorf("index dropped: %d collection scans, %d index scans, want 10 and 0", it.SeqScans, it.IndexScans)
+	}
 }
