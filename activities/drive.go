@@ -232,12 +232,12 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			if errors.As(checkErr, &fe) {
 				ev := fe.FaultEvent()
 				// The database longhaul runs is started again in place
-				// (bounded); the environment is whole again, and a later
-				// stop is recorded too.
+				// (bounded), or found where someone else restarted it, and
+				// the probes follow it; the environment is whole again,
+				// and a later stop is recorded too.
 				restarted := false
-				if ev.Kind == window.EventDatabaseExit && dbRestarts < MaxDatabaseRestarts {
-					if in.Env, restarted = a.restartDatabase(ctx, in.Env, &ev, w.Index); restarted {
-						dbRestarts++
+				if ev.Kind == window.EventDatabaseExit {
+					if in.Env, restarted = a.databaseBack(ctx, in.Env, checkErr, &ev, w.Index, &dbRestarts, prober); restarted {
 						checkErr = nil
 					}
 				}
