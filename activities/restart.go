@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-		"time"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
