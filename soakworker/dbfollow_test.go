@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -197,4 +198,141 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// dbFollowDockerScenario: the same on docker. The target is the offline
+// PostgreSQL image too, for want of another image on a machine without a
+// registry: any container that listens will do (the test driver sends no
+// requests).
+const dbFollowDockerScenario = `name: dbfollow-docker
+environment:
+  provider: docker
+  target:
+    image: longhaul/postgres:15-offline
+    port: 5432
+    env: {POSTGRES_PASSWORD: pw}
+    health_timeout: 60s
+  database: {kind: postgres, name: shop, user: app, password: pw}
+load: {duration: 28s, window: 4s}
+ops:
+  - {name: get, weight: 1, request: {path: /}}
+`
+
+// TestDriveProbesFollowRestartedDockerDatabase: a real drive on a docker
+// environment whose database container is restarted by someone else
+// before window 2 closes (docker restart -t 1: never seen stopped) and
+// killed before window 4 closes. Window 2 records the restart, not by
+// longhaul; window 4 the kill, and longhaul's docker start; each time the
+// container is published at a new port, and the database probe follows
+// it: every later window has its database reading (the items table).
+// Before, the probe kept dialling the first port and had no reading after
+// the first restart, and the restart of window 2 was not seen at all.
+func TestDriveProbesFollowRestartedDockerDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs containers")
+	}
+	if out, err := exec.Command("docker", "image", "inspect", provision.OfflinePostgresImage).CombinedOutput(); err != nil {
+		t.Skipf("no %s image (scripts/offline-images.sh postgres): %s", provision.OfflinePostgresImage, bytes.TrimSpace(out))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), nil))
+	d, err := provision.NewDocker(ctx, provision.Options{DataDir: t.TempDir(), StopGrace: time.Second, Logger: log})
+	if err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	prov := provisionAdapter{d}
+	st := &activitiestest.Store{}
+	if err := st.PutRun(ctx, store.Run{ID: "dbfd", Name: "dbfollow-docker", Scenario: dbFollowDockerScenario}); err != nil {
+		t.Fatal(err)
+	}
+	var env activities.Environment
+	// url is where the database is published now: the probe's DSN as the
+	// environment has it after each restart, read again from the engine.
+	dbURL := func() (string, error) {
+		out, err := exec.CommandContext(ctx, "docker", "port", env.DatabaseContainerID, "5432/tcp").Output()
+		if err != nil {
+			return "", fmt.Errorf("docker port: %w", err)
+		}
+		addr, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		return "postgres://app:pw@" + addr + "/shop?sslmode=disable", nil
+	}
+	query := func(q string) error {
+		var err error
+		for range 50 { // just after a restart the server may not take connections yet
+			var u string
+			if u, err = dbURL(); err == nil {
+				var conn *pgx.Conn
+				if conn, err = pgx.Connect(ctx, u); err == nil {
+					_, err = conn.Exec(ctx, q)
+					conn.Close(ctx)
+					if err == nil {
+						return nil
+					}
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return err
+	}
+	docker := func(args ...string) error {
+		if out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	drv := &activitiestest.Driver{}
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv, Probes: activities.ServerProbes(log), Logger: log}
+	var suite testsuite.WorkflowTestSuite
+	tenv := suite.NewTestActivityEnvironment()
+	activities.Register(tenv, a)
+	val, err := tenv.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "dbfd", Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := val.Get(&env); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prov.Teardown(context.Background(), env) })
+	if err := query("CREATE TABLE items (n INT); INSERT INTO items SELECT generate_series(1, 500)"); err != nil {
+		t.Fatal(err)
+	}
+	drv.Before = func(ctx context.Context, _ int, index int) error {
+		switch index {
+		case 2:
+			return docker("restart", "-t", "1", env.DatabaseContainerID)
+		case 4:
+			return docker("kill", env.DatabaseContainerID)
+		}
+		return query("SELECT count(*) FROM items")
+	}
+	_, err = tenv.ExecuteActivity(a.Drive, activities.DriveInput{RunID: "dbfd", Incarnation: 1, Total: 7,
+		Overrides: activities.Overrides{Duration: 28 * time.Second, Window: 4 * time.Second}, Env: env})
+	if err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	ws, err := st.Windows(ctx, "dbfd", store.AllWindows)
+	if err != nil || len(ws) != 7 {
+		t.Fatalf("windows: %d, %v; want 7", len(ws), err)
+	}
+	for _, w := range ws {
+		var evs []string
+		for _, ev := range w.Events {
+			evs = append(evs, fmt.Sprintf("%s (restarted %v): %s", ev.Kind, ev.Restarted, ev.Detail))
+		}
+		t.Logf("window %d: database %v, failures %+v, events %v", w.Index, w.Probes.Database != nil, w.ProbeFailures, evs)
+	}
+	if evs := ws[2].Events; len(evs) != 1 || evs[0].Kind != window.EventDatabaseExit || evs[0].Restarted || !strings.Contains(evs[0].Detail, "not by longhaul") {
+		t.Errorf("window 2's events = %+v, want the database restarted, not by longhaul", evs)
+	}
+	if evs := ws[4].Events; len(evs) != 1 || evs[0].Kind != window.EventDatabaseExit || !evs[0].Restarted {
+		t.Errorf("window 4's events = %+v, want the database's exit, restarted by longhaul", evs)
+	}
+	for _, i := range []int{0, 1, 3, 5, 6} {
+		d := ws[i].Probes.Database
+		if d == nil || !slices.ContainsFunc(d.Tables, func(tb window.Table) bool { return strings.HasSuffix(tb.Name, "items") }) {
+			t.Errorf("window %d has no database reading of the items table (failures %+v)", i, ws[i].ProbeFailures)
+		}
+	}
 }
