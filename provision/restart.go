@@ -444,9 +444,10 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 	}
 	db := *env.Database
 	kind := dbRole(db.Kind)
-	if kind != "postgres" && !scenarios.IsMySQL(kind) {
-		return env, fmt.Errorf("%w: restart the database of %s: longhaul does not restart a %s container", ErrInvalidSpec, env.ID, kind)
-	}
+	// A server longhaul knows how to wait for (a connection as the probes
+	// make it); another (MongoDB) is only followed to its new port when
+	// someone else restarted it, never started by longhaul.
+	waits := kind == "postgres" || scenarios.IsMySQL(kind)
 	inner, err := url.Parse(db.TargetURL)
 	if err != nil || inner.Port() == "" {
 		return env, fmt.Errorf("restart the database of %s: no port in its target URL", env.ID)
@@ -457,6 +458,9 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 		return env, fmt.Errorf("restart the database container %s of %s: inspect: %w", shortID(id), env.ID, err)
 	}
 	if st := r.Container.State; st == nil || !(st.Running || st.Restarting) {
+		if !waits {
+			return env, fmt.Errorf("%w: restart the database of %s: longhaul does not restart a %s container", ErrInvalidSpec, env.ID, kind)
+		}
 		if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 			return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, err)
 		}
@@ -475,6 +479,10 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 	// someone else made (RestartedError).
 	db.Process.StartedAt = startedAt
 	env.Database = &db
+	if !waits {
+		d.opts.Logger.Info("database restarted by someone else, followed", "env", env.ID, "container", shortID(id), "port", hostPort)
+		return env, nil
+	}
 	if err := waitDatabaseURL(ctx, kind, u, DefaultHealthTimeout); err != nil {
 		return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, errWithTail(err, "the container's log", containerTail(ctx, d.cli, id)))
 	}
