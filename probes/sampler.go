@@ -782,8 +782,10 @@ func (s *Sampler) FollowDatabase(ctx context.Context, rawURL string) error {
 	s.db = r
 	s.dbMu.Unlock()
 	// The old reader's Close waits for a reading of it still running (its
-	// Sample's deadline bounds it).
-	_ = old.Close()
+	// Sample's deadline bounds it) and may wait on a server that is gone (a
+	// MongoDB client's disconnect, up to 5 s): not in the drive's way.
+	// Close waits for it.
+	s.wg.Go(func() { _ = old.Close() })
 	s.pgSeq, s.mgPrev = -1, nil
 	var src *source
 	for _, x := range s.sources {
