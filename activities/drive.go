@@ -227,7 +227,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		var checkErr error
 		checked := w.Index+1 < in.Total && ctx.Err() == nil && res.StoppedBy == ""
 		if checked {
-			checkErr = a.check(ctx, in.Env)
+			checkErr = a.checkWindow(ctx, in.Env)
 			var fe interface{ FaultEvent() window.Event }
 			if errors.As(checkErr, &fe) {
 				ev := fe.FaultEvent()
@@ -447,7 +447,9 @@ func (o *outputMarker) mark(ctx context.Context, index int, end bool) {
 	}
 }
 
-func (a *Activities) check(ctx context.Context, env Environment) error {
+// checkWindow is the environment check at a window's close (the sink's),
+// bounded by CheckTimeout.
+func (a *Activities) checkWindow(ctx context.Context, env Environment) error {
 	d := a.CheckTimeout
 	if d <= 0 {
 		d = DefaultCheckTimeout

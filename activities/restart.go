@@ -230,6 +230,23 @@ func (a *Activities) databaseBack(ctx context.Context, env Environment, checkErr
 	return next, true
 }
 
+// check is checkWindow for a drive that resumes: a database that someone
+// else restarted (RestartedElsewhere) is not a failure there. The
+// environment is whole; only where the database listens changed, and the
+// check at the close of the first window finds the same restart again,
+// records it and the probes follow it (databaseBack). (A drive resumed
+// after longhaul restarted the database in an earlier attempt has the
+// environment as provisioned, so that check says the restart was not
+// longhaul's: the attempt that made it did not outlive its worker.)
+func (a *Activities) check(ctx context.Context, env Environment) error {
+	err := a.checkWindow(ctx, env)
+	var re interface{ RestartedElsewhere() bool }
+	if errors.As(err, &re) && re.RestartedElsewhere() {
+		return nil
+	}
+	return err
+}
+
 // DatabaseFollower is a Prober that can follow the environment's database
 // after a restart without being made again (which would lose the
 // profiler's state and every probe's baseline): before is the environment
