@@ -29,3 +29,30 @@ func TestCheckTimeoutInWords(t *testing.T) {
 		t.Errorf("check = %v: the engine's URL is not for the terminal", err)
 	}
 }
+
+// restartedCheck is a provisioner whose database someone else restarted.
+type restartedCheck struct{ Provisioner }
+
+type restartedErr struct{}
+
+func (restartedErr) Error() string {
+	return "the database container 0123456789ab was restarted, not by longhaul"
+}
+func (restartedErr) RestartedElsewhere() bool { return true }
+
+func (restartedCheck) Check(context.Context, Environment) error { return restartedErr{} }
+
+// TestResumeCheckPassesARestartedDatabase: the check of a resuming drive
+// takes a database someone else restarted for the whole environment it is
+// (were it a failure, the drive would end its incarnation as lost); the
+// window's check reports it, for the sink to record and follow.
+func TestResumeCheckPassesARestartedDatabase(t *testing.T) {
+	a := &Activities{Provisioner: restartedCheck{}}
+	if err := a.check(context.Background(), Environment{Provider: "docker"}); err != nil {
+		t.Errorf("resume check = %v, want nil: the environment is whole", err)
+	}
+	var re interface{ RestartedElsewhere() bool }
+	if err := a.checkWindow(context.Background(), Environment{Provider: "docker"}); !errors.As(err, &re) {
+		t.Errorf("window check = %v, want the restart reported", err)
+	}
+}

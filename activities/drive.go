@@ -145,7 +145,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			// again: it may have stopped with its database.
 			var restarted bool
 			foundAt := a.now()
-			if in.Env, restarted = a.restartDatabase(ctx, in.Env, fault, first); restarted {
+			if in.Env, restarted = a.restartDatabase(ctx, in.Env, fault, first, false); restarted {
 				dbRestarts++
 				if fault.At.IsZero() && !lastEnd.IsZero() {
 					// Its "down for" counts from when it was found: when it
@@ -279,17 +279,17 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 		var checkErr error
 		checked := w.Index+1 < in.Total && ctx.Err() == nil && res.StoppedBy == ""
 		if checked {
-			checkErr = a.check(ctx, in.Env)
+			checkErr = a.checkWindow(ctx, in.Env)
 			var fe interface{ FaultEvent() window.Event }
 			if errors.As(checkErr, &fe) {
 				ev := fe.FaultEvent()
 				// The database longhaul runs is started again in place
-				// (bounded); the environment is whole again, and a later
-				// stop is recorded too.
+				// (bounded), or found where someone else restarted it, and
+				// the probes follow it; the environment is whole again,
+				// and a later stop is recorded too.
 				restarted := false
-				if ev.Kind == window.EventDatabaseExit && dbRestarts < MaxDatabaseRestarts {
-					if in.Env, restarted = a.restartDatabase(ctx, in.Env, &ev, w.Index); restarted {
-						dbRestarts++
+				if ev.Kind == window.EventDatabaseExit {
+					if in.Env, restarted = a.databaseBack(ctx, in.Env, checkErr, &ev, w.Index, &dbRestarts, prober); restarted {
 						checkErr = nil
 					}
 				}
@@ -504,7 +504,9 @@ func (o *outputMarker) mark(ctx context.Context, index int, end bool) {
 	}
 }
 
-func (a *Activities) check(ctx context.Context, env Environment) error {
+// checkWindow is the environment check at a window's close (the sink's),
+// bounded by CheckTimeout.
+func (a *Activities) checkWindow(ctx context.Context, env Environment) error {
 	d := a.CheckTimeout
 	if d <= 0 {
 		d = DefaultCheckTimeout

@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -188,15 +190,99 @@ type DatabaseRestarter interface {
 // disk) is a finding, and the run ends after the next stop, as before.
 const MaxDatabaseRestarts = 3
 
-// restartDatabase starts env's stopped database again (ev is the
-// database_exit event the environment check found at the close of window
-// index) and says so in ev and on the terminal: its
-// Detail gets how long the database was down, and Restarted is set. It
-// returns the environment as it now is and whether the database is back;
-// when it is not (this worker's provisioner cannot restart it, or the
-// restart failed), env is returned unchanged and the check's failure
-// stands.
-func (a *Activities) restartDatabase(ctx context.Context, env Environment, ev *window.Event, index int) (Environment, bool) {
+// databaseBack brings env's database back after the environment check at
+// the close of window index found it stopped (ev, the check's
+// database_exit event, and checkErr, its error), and says so in ev and on
+// the terminal. It returns the environment as it now is and whether the
+// database is back; when it is not, env is returned unchanged and the
+// check's failure stands.
+//
+// Two cases. The database stopped: longhaul starts it again in place
+// (restartDatabase), at most MaxDatabaseRestarts times per drive (*restarts
+// counts them). Or someone else restarted it between two checks (a docker
+// restart too fast for any check to see it stopped: checkErr says
+// RestartedElsewhere): it runs, and the provider is asked only where it is
+// now (its container's new published port), which costs no restart.
+//
+// Either way the prober then follows the database (DatabaseFollower): its
+// database probe reads at the new address, and the host-load and thread
+// probes count the new process as the database's, with the profiler and
+// every other probe's state kept.
+func (a *Activities) databaseBack(ctx context.Context, env Environment, checkErr error, ev *window.Event, index int, restarts *int, prober Prober) (Environment, bool) {
+	var re interface{ RestartedElsewhere() bool }
+	elsewhere := errors.As(checkErr, &re) && re.RestartedElsewhere()
+	if !elsewhere && *restarts >= MaxDatabaseRestarts {
+		return env, false
+	}
+	next, ok := a.restartDatabase(ctx, env, ev, index, elsewhere)
+	if !ok {
+		return env, false
+	}
+	if !elsewhere {
+		*restarts++
+	}
+	if f, ok := prober.(DatabaseFollower); ok {
+		if err := f.FollowDatabase(ctx, env, next); err != nil {
+			a.logger().With("run", env.RunID, "incarnation", env.Incarnation).
+				Warn("the probes could not read the restarted database yet; the next window tries again", "window", index, "err", err)
+		}
+	}
+	return next, true
+}
+
+// check is checkWindow for a drive that resumes: a database that someone
+// else restarted (RestartedElsewhere) is not a failure there. The
+// environment is whole; only where the database listens changed, and the
+// check at the close of the first window finds the same restart again,
+// records it and the probes follow it (databaseBack). (A drive resumed
+// after longhaul restarted the database in an earlier attempt has the
+// environment as provisioned, so that check says the restart was not
+// longhaul's: the attempt that made it did not outlive its worker.)
+func (a *Activities) check(ctx context.Context, env Environment) error {
+	err := a.checkWindow(ctx, env)
+	var re interface{ RestartedElsewhere() bool }
+	if errors.As(err, &re) && re.RestartedElsewhere() {
+		return nil
+	}
+	return err
+}
+
+// DatabaseFollower is a Prober that can follow the environment's database
+// after a restart without being made again (which would lose the
+// profiler's state and every probe's baseline): before is the environment
+// as the prober was made for (or last followed), after as it is now.
+type DatabaseFollower interface {
+	FollowDatabase(ctx context.Context, before, after Environment) error
+}
+
+var _ DatabaseFollower = (*serverProber)(nil)
+
+// FollowDatabase points the database probe at after's database URL (a
+// container's published port changes at a restart; probes.Sampler reads a
+// baseline there at once), and the host-load and thread probes at its new
+// process (a local server's new PID; a container keeps its id).
+func (p *serverProber) FollowDatabase(ctx context.Context, before, after Environment) error {
+	if after.DatabasePID != before.DatabasePID {
+		p.host.FollowPID(before.DatabasePID, after.DatabasePID)
+	}
+	if p.threads != nil {
+		p.threads.FollowDatabase(after.DatabasePID, after.DatabaseContainerID)
+	}
+	if after.DatabaseURL == "" {
+		return nil
+	}
+	return p.s.FollowDatabase(ctx, after.DatabaseURL)
+}
+
+// restartDatabase starts env's stopped database again, or, elsewhere, finds
+// the database someone else restarted (ev is the database_exit event the
+// environment check found at the close of window index), and says so in
+// ev and on the terminal: its Detail gets how long the database was down,
+// and Restarted is set when longhaul started it. It returns the
+// environment as it now is and whether the database is back; when it is
+// not (this worker's provisioner cannot restart it, or the restart
+// failed), env is returned unchanged.
+func (a *Activities) restartDatabase(ctx context.Context, env Environment, ev *window.Event, index int, elsewhere bool) (Environment, bool) {
 	log := a.logger().With("run", env.RunID, "incarnation", env.Incarnation)
 	r, ok := a.Provisioner.(DatabaseRestarter)
 	if !ok {
@@ -205,10 +291,25 @@ func (a *Activities) restartDatabase(ctx context.Context, env Environment, ev *w
 	started := a.now()
 	next, err := r.RestartDatabase(ctx, env)
 	if err != nil {
+		if elsewhere {
+			log.Warn("the database was restarted and does not answer where it is now", "window", index, "err", err)
+			ev.Detail += "; longhaul could not reach it since: " + err.Error()
+			return env, false
+		}
 		log.Warn("the database stopped and did not start again", "window", index, "err", err)
 		ev.Detail += "; longhaul could not start it again: " + err.Error()
 		return env, false
 	}
+	if elsewhere {
+		// The engine said how long it was down; the terminal's line:
+		// "window 9: the database container 6894a21f510e was restarted,
+		// not by longhaul (down for 1.1 s; ...); the probes follow it at
+		// 127.0.0.1:32771".
+		ev.Detail += "; the probes follow it" + databaseAddr(next)
+		log.Warn(ev.Detail, "window", index)
+		return next, true
+	}
+	inc(a.counter("longhaul_soak_database_restarts_total"))
 	up := a.now()
 	from := ev.At
 	if from.IsZero() || from.After(started) {
@@ -216,10 +317,19 @@ func (a *Activities) restartDatabase(ctx context.Context, env Environment, ev *w
 	}
 	ev.Restarted = true
 	ev.Detail += fmt.Sprintf("; longhaul restarted it in place, down for %.1f s", up.Sub(from).Seconds())
-	inc(a.counter("longhaul_soak_database_restarts_total"))
 	// The terminal's line: "window 9: the database (postgres) process 4315
 	// exited (signal 9: killed); longhaul restarted it in place, down for
 	// 1.2 s". (The check that found it does not fail, so nothing else says it.)
 	log.Warn(ev.Detail, "window", index)
 	return next, true
+}
+
+// databaseAddr is " at HOST:PORT" of env's database URL, "" when it has
+// none (no secret is in it: only the host and port).
+func databaseAddr(env Environment) string {
+	u, err := url.Parse(env.DatabaseURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return " at " + u.Host
 }

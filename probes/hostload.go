@@ -82,6 +82,24 @@ func NewHostLoad(cfg HostLoadConfig) *HostLoad {
 	return h
 }
 
+// FollowPID replaces the measured root old with new: a database that was
+// restarted runs as a new process, which would otherwise count as foreign
+// load. With old not among the roots (0: none was known), new is added.
+// The processes seen at the last Sample keep their ticks, so the new tree's
+// first interval counts from its start, as for any process started since.
+func (h *HostLoad) FollowPID(old, new int) {
+	if new <= 0 || old == new {
+		return
+	}
+	for i, p := range h.pids {
+		if p == old {
+			h.pids[i] = new
+			return
+		}
+	}
+	h.pids = append(h.pids, new)
+}
+
 // Sample returns the share (0–1, of all cores) of the host's CPU that was
 // busy with foreign work since the previous Sample. The first call only
 // primes and reports ok false, as does a host without /proc/stat.

@@ -144,3 +144,39 @@ func TestHostLoadReal(t *testing.T) {
 	}
 	t.Logf("foreign load on this host while spinning: %.1f%%", 100*got)
 }
+
+// TestHostLoadFollowsPID: a database restarted as a new process (pid
+// 50013 for 50003) is foreign load until it is followed (FollowPID), and
+// ours after, its children with it.
+func TestHostLoadFollowsPID(t *testing.T) {
+	dir := t.TempDir()
+	self := os.Getpid()
+	procs := map[int]fakeProcess{
+		self:  {ppid: 1, comm: "longhaul", ticks: 10},
+		50001: {ppid: 1, comm: "demo-target", ticks: 10},
+		50003: {ppid: 1, comm: "postgres", ticks: 10},
+	}
+	writeFakeProc(t, dir, 1000, 1000, procs)
+	h := NewHostLoad(HostLoadConfig{Proc: dir, PIDs: []int{50001, 50003}})
+	h.Sample()
+	// The database is killed and started again as 50013 (a backend 50014):
+	// 40 ticks of its own in 200, not followed yet: foreign.
+	delete(procs, 50003)
+	os.RemoveAll(filepath.Join(dir, "50003"))
+	procs[50013] = fakeProcess{ppid: 1, comm: "postgres", ticks: 30}
+	procs[50014] = fakeProcess{ppid: 50013, comm: "postgres: app shop", ticks: 10}
+	writeFakeProc(t, dir, 1040, 1160, procs)
+	if got, ok := h.Sample(); !ok || math.Abs(got-40.0/200) > 1e-9 {
+		t.Errorf("before following: foreign = %v, %v; want 0.2 (the new server is not known yet)", got, ok)
+	}
+	h.FollowPID(50003, 50013)
+	procs[50013] = fakeProcess{ppid: 1, comm: "postgres", ticks: 60}
+	procs[50014] = fakeProcess{ppid: 50013, comm: "postgres: app shop", ticks: 30}
+	writeFakeProc(t, dir, 1090, 1310, procs)
+	if got, ok := h.Sample(); !ok || got != 0 {
+		t.Errorf("after following: foreign = %v, %v; want 0 (only the database worked)", got, ok)
+	}
+	if len(h.pids) != 2 || h.pids[1] != 50013 {
+		t.Errorf("measured roots %v, want the target and the new server", h.pids)
+	}
+}

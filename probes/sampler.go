@@ -132,15 +132,17 @@ type Sampler struct {
 	maxSample     time.Duration
 	databaseDelay time.Duration
 
-	proc    *ProcessTree
-	ctr     *ContainerStats
-	metric  *MetricScraper
-	hook    *GCHookClient
-	insp    *InspectorClient
-	db      databaseReader
-	sqlite  *SQLiteReader
-	conns   *ConnCounter
-	sources []*source
+	proc      *ProcessTree
+	ctr       *ContainerStats
+	metric    *MetricScraper
+	hook      *GCHookClient
+	insp      *InspectorClient
+	db        databaseReader // swapped by FollowDatabase under dbMu
+	dbBackend string         // a FerretDB's PostgreSQL (Config.DatabaseBackendURL), kept by FollowDatabase
+	dbMu      sync.Mutex     // guards db: a reading left over from a Sample may run beside FollowDatabase
+	sqlite    *SQLiteReader
+	conns     *ConnCounter
+	sources   []*source
 
 	hookEvery, inspEvery int
 
@@ -343,6 +345,7 @@ func New(cfg Config) (*Sampler, error) {
 	}
 	if (!pgSet || pgOn) && cfg.DatabaseURL != "" {
 		r, err := newDatabaseReader(cfg.DatabaseURL, cfg.DatabaseBackendURL)
+		s.dbBackend = cfg.DatabaseBackendURL
 		if err != nil {
 			return nil, bad("probes.database: %v", err)
 		}
@@ -733,7 +736,8 @@ func (s *Sampler) readInspector(ctx context.Context, _ *window.Window, _ time.Ti
 }
 
 func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Time) reading {
-	m, isMongo := s.db.(*MongoStatsReader)
+	db := s.database()
+	m, isMongo := db.(*MongoStatsReader)
 	// A MongoDB server's counters and counts are current when asked (no
 	// statistics interval to wait out, as PostgreSQL's): it reads at once
 	// and has the whole budget, which a saturated server (FerretDB scanning
@@ -752,8 +756,71 @@ func (s *Sampler) readDatabase(ctx context.Context, _ *window.Window, at time.Ti
 		st, tot, err := m.ReadTotals(ctx)
 		return reading{pg: st, mongo: &tot, err: err}
 	}
-	st, err := s.db.Read(ctx)
+	st, err := db.Read(ctx)
 	return reading{pg: st, err: err}
+}
+
+func (s *Sampler) database() databaseReader {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	return s.db
+}
+
+// FollowDatabase points the database probe at the database as it is after
+// a restart: rawURL is its URL now (a container's published port changes
+// at a docker start; a local server keeps its URL). A new reader replaces
+// the old one, whose connection points at a server that is gone, and a
+// baseline is read at once, so the next window's figures are the deltas
+// since the restart rather than none. (The server's cumulative statistics
+// start again from zero after a crash: a delta across the restart would
+// mean nothing.) The other probes, and their baselines, are untouched.
+//
+// It returns an error when rawURL cannot be read as a database URL (the
+// probe then keeps the old reader and stays failing) or the baseline
+// could not be read (the next window reads one: its database figures are
+// then missing, as after any failed reading). Without a database probe
+// (none configured, or probes.database: false) it does nothing.
+func (s *Sampler) FollowDatabase(ctx context.Context, rawURL string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.db == nil {
+		return nil
+	}
+	// A FerretDB's PostgreSQL (the backend) is not restarted with it.
+	r, err := newDatabaseReader(rawURL, s.dbBackend)
+	if err != nil {
+		return fmt.Errorf("database probe: follow the restarted database: %w", err)
+	}
+	s.dbMu.Lock()
+	old := s.db
+	s.db = r
+	s.dbMu.Unlock()
+	// The old reader's Close waits for a reading of it still running (its
+	// Sample's deadline bounds it) and may wait on a server that is gone (a
+	// MongoDB client's disconnect, up to 5 s): not in the drive's way.
+	// Close waits for it.
+	s.wg.Go(func() { _ = old.Close() })
+	s.pgSeq, s.mgPrev = -1, nil
+	var src *source
+	for _, x := range s.sources {
+		if x.name == ProbeDatabase {
+			src = x
+		}
+	}
+	if src == nil || !src.busy.CompareAndSwap(false, true) {
+		return nil
+	}
+	defer src.busy.Store(false)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	rd := s.readDatabase(ctx, nil, time.Time{})
+	if rd.err != nil {
+		s.failed(src, fmt.Errorf("after the database restarted: %w", rd.err))
+		return rd.err
+	}
+	s.succeeded(src)
+	s.pgPrev, s.pgSeq, s.mgPrev = rd.pg, s.seq, rd.mongo
+	return nil
 }
 
 func (s *Sampler) readConns(context.Context, *window.Window, time.Time) reading {

@@ -50,7 +50,7 @@ type ThreadCPU struct {
 	prevD  map[procKey]threadTimes // database threads
 	prevS  map[procKey]threadTimes // driver threads
 	next   map[procKey]threadTimes // the map being filled, swapped with a prev
-	cgroup map[procKey]bool        // container membership, by process
+	cgroup map[cgroupKey]bool      // container membership, by process and container
 	buf    []byte
 	procs  []threadStat
 	byPID  map[int]int // index in procs
@@ -172,7 +172,7 @@ func NewThreadCPU(cfg ThreadCPUConfig) *ThreadCPU {
 		target:   newSelector(cfg.PID, cfg.ContainerID),
 		database: newSelector(cfg.DatabasePID, cfg.DatabaseContainerID),
 		prevT:    map[procKey]threadTimes{}, prevD: map[procKey]threadTimes{}, prevS: map[procKey]threadTimes{}, next: map[procKey]threadTimes{},
-		cgroup: map[procKey]bool{}, buf: make([]byte, 0, 1024), byPID: map[int]int{},
+		cgroup: map[cgroupKey]bool{}, buf: make([]byte, 0, 1024), byPID: map[int]int{},
 	}
 	if t.proc == "" {
 		t.proc = "/proc"
@@ -181,6 +181,16 @@ func NewThreadCPU(cfg ThreadCPUConfig) *ThreadCPU {
 		t.self = os.Getpid()
 	}
 	return t
+}
+
+// FollowDatabase points the database's reading at the database as it is
+// after a restart: a local server's new process (pid), or the same
+// container (a docker start keeps its id). The database's previous thread
+// times are dropped: the new process's threads are new, and the next
+// reading counts them from their start.
+func (t *ThreadCPU) FollowDatabase(pid int, container string) {
+	t.database = newSelector(pid, container)
+	clear(t.prevD)
 }
 
 func newSelector(pid int, container string) selector {
@@ -350,11 +360,20 @@ func (t *ThreadCPU) scan() error {
 	return nil
 }
 
+// cgroupKey is a process and a container asked about.
+type cgroupKey struct {
+	procKey
+	container string
+}
+
 // in reports whether pid is one of sel's processes.
 func (t *ThreadCPU) in(sel selector, pid int) bool {
 	if sel.container != "" {
 		st := t.procs[t.byPID[pid]]
-		k := procKey{pid, st.start}
+		// Keyed by the container too: the target's and the database's
+		// containers are asked about the same processes, and a process
+		// outside one may be inside the other.
+		k := cgroupKey{procKey{pid, st.start}, sel.container}
 		v, ok := t.cgroup[k]
 		if !ok {
 			b, _ := os.ReadFile(t.proc + "/" + strconv.Itoa(pid) + "/cgroup")

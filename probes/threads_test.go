@@ -283,3 +283,74 @@ func TestCgroupQuota(t *testing.T) {
 		t.Errorf("no quota read as %v, want 0", got)
 	}
 }
+
+// TestThreadCPUFollowsDatabase: with the target and its database both in
+// containers, each container's processes are its own (the membership of a
+// process is asked per container: one cache for both once counted the
+// database's processes as the target's question's answer, "not in it",
+// and the database read no CPU); and a local database restarted as a new
+// process is followed (FollowDatabase): the old one's figures are gone,
+// the new one's counted from its start.
+func TestThreadCPUFollowsDatabase(t *testing.T) {
+	hz, _ := ClockTicksPerSecond()
+	const target, database = "aaaaaaaaaaaa0123456789", "bbbbbbbbbbbb0123456789"
+	const self = 40000
+	tick := func(step, pct uint64) uint64 { return step * pct * uint64(hz) / 100 }
+	procs := func(step uint64, dbPID int, dbCgroup string) map[int]fakeTask {
+		return map[int]fakeTask{
+			self:  {ppid: 1, pgrp: self, threads: map[int]fakeThread{self: {"longhaul", tick(step, 10), 0}}},
+			50001: {ppid: 1, pgrp: 50001, cgroup: "0::/system.slice/docker-" + target + ".scope", threads: map[int]fakeThread{50001: {"app", tick(step, 40), 0}}},
+			dbPID: {ppid: 1, pgrp: dbPID, cgroup: dbCgroup, threads: map[int]fakeThread{dbPID: {"postgres", tick(step, 30), 0}}},
+		}
+	}
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 0.011 {
+			t.Errorf("%s = %.3f, want %.3f", name, got, want)
+		}
+	}
+	t0 := time.Unix(1000, 0)
+
+	dir := t.TempDir()
+	dbCg := "0::/system.slice/docker-" + database + ".scope"
+	writeThreadProc(t, dir, procs(1, 50003, dbCg))
+	tc := NewThreadCPU(ThreadCPUConfig{Proc: dir, Self: self, ContainerID: target, DatabaseContainerID: database})
+	if _, ok, err := tc.sampleAt(t0); ok || err != nil {
+		t.Fatalf("prime: ok %v, err %v", ok, err)
+	}
+	writeThreadProc(t, dir, procs(3, 50003, dbCg))
+	r, ok, err := tc.sampleAt(t0.Add(2 * time.Second))
+	if !ok || err != nil {
+		t.Fatalf("containers: ok %v, err %v", ok, err)
+	}
+	near("target cores (container)", r.TargetCores, 0.40)
+	near("database cores (container)", r.DatabaseCores, 0.30)
+	if !r.Database {
+		t.Errorf("the database container's processes were not found")
+	}
+
+	// A local database (pid 60003) killed and started again as 60013.
+	dir = t.TempDir()
+	writeThreadProc(t, dir, procs(1, 60003, ""))
+	tc = NewThreadCPU(ThreadCPUConfig{Proc: dir, Self: self, ContainerID: target, DatabasePID: 60003})
+	if _, ok, err := tc.sampleAt(t0); ok || err != nil {
+		t.Fatalf("prime: ok %v, err %v", ok, err)
+	}
+	os.RemoveAll(filepath.Join(dir, "60003"))
+	writeThreadProc(t, dir, procs(2, 60013, ""))
+	if r, _, _ := tc.sampleAt(t0.Add(time.Second)); r.Database {
+		t.Errorf("the new server was counted before it was followed: %+v", r)
+	}
+	tc.FollowDatabase(60013, "")
+	writeThreadProc(t, dir, procs(4, 60013, ""))
+	r, ok, err = tc.sampleAt(t0.Add(3 * time.Second))
+	if !ok || err != nil {
+		t.Fatalf("after the restart: ok %v, err %v", ok, err)
+	}
+	// Its threads are new to the reading: everything they ran since their
+	// start (4 × 0.3 s) counts in the 2 s interval.
+	near("database cores (followed)", r.DatabaseCores, 0.60)
+	if !r.Database {
+		t.Errorf("the restarted database was not followed")
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/longhaul-dev/longhaul/internal/mysqlserver"
+	"github.com/longhaul-dev/longhaul/probes"
 	"github.com/longhaul-dev/longhaul/scenarios"
 	"github.com/longhaul-dev/longhaul/window"
 )
@@ -195,6 +196,122 @@ func TestDockerRestartDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoLabelled(t, d, LabelEnv, env2.ID)
+}
+
+// TestDockerDatabaseRestartedElsewhere: someone restarts the database
+// container (docker restart -t 1) between two checks, fast enough that no
+// check sees it stopped. The next Check says so (a RestartedError: a
+// database_exit, restarted not by longhaul, down for as long as the
+// engine says); the database probe, still at the old published port,
+// fails; RestartDatabase starts nothing but finds the new port and records
+// the new start, so the Check after passes; and the probe, following the
+// new URL (Sampler.FollowDatabase), reads the table again in the next
+// window.
+func TestDockerDatabaseRestartedElsewhere(t *testing.T) {
+	for _, tc := range []struct{ kind, def, offline, port string }{
+		{"postgres", DefaultPostgresImage, OfflinePostgresImage, "5432"},
+		{"mysql", DefaultMySQLImage, OfflineMySQLImage, "3306"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			testDockerDatabaseRestartedElsewhere(t, tc.kind, tc.def, tc.offline, tc.port)
+		})
+	}
+}
+
+func testDockerDatabaseRestartedElsewhere(t *testing.T, kind, def, offline, port string) {
+	d := dockerForTest(t)
+	ctx := testContext(t, 4*time.Minute)
+	if !d.imagePresent(ctx, def) && !d.imagePresent(ctx, offline) {
+		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh", def, offline)
+	}
+	img := testTag("dbelsewhere")
+	buildTestImage(t, d, img)
+	spec := scenarios.Environment{
+		Provider: "docker",
+		Target: scenarios.Target{Image: img, Health: "/health", HealthTimeout: scenarios.Duration(30 * time.Second),
+			Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}"}},
+		Database: scenarios.Database{Kind: kind, Name: "shop", User: "app", Password: "secret"},
+	}
+	env, err := d.Provision(ctx, Request{RunID: "docker-dbelsewhere-" + kind, Incarnation: 1, Spec: spec})
+	t.Cleanup(func() { d.Teardown(context.Background(), env) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := env.Database
+	if db.Process.StartedAt.IsZero() {
+		t.Fatalf("the provisioned database's start is not recorded: %+v", db.Process)
+	}
+	for _, q := range []string{"CREATE TABLE items (n INT)", "INSERT INTO items VALUES (1), (2), (3)"} {
+		if _, err := queryInt(ctx, kind, db.URL, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := probes.New(probes.Config{DatabaseURL: db.URL, DatabaseDelay: -1, MaxSampleTime: 3 * time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(ctx)
+	t0 := time.Now()
+	sample := func(i int) window.Window {
+		w := window.Window{Index: i, Start: t0.Add(time.Duration(i) * 4 * time.Second), End: t0.Add(time.Duration(i+1) * 4 * time.Second), Requests: 10}
+		s.Sample(ctx, &w)
+		return w
+	}
+	if w := sample(0); w.Probes.Database == nil {
+		t.Fatalf("no database reading before the restart: %+v", s.Problems())
+	}
+	if err := d.Check(ctx, env); err != nil {
+		t.Fatalf("Check before the restart: %v", err)
+	}
+
+	grace := 1
+	if _, err := d.cli.ContainerRestart(ctx, db.Process.ContainerID, client.ContainerRestartOptions{Timeout: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Check(ctx, env)
+	var re *RestartedError
+	if !errors.As(err, &re) || re.Event.Kind != window.EventDatabaseExit || re.Event.Restarted || re.Event.At.IsZero() ||
+		!strings.Contains(re.Event.Detail, "was restarted, not by longhaul (down for ") {
+		t.Fatalf("Check after docker restart = %v, want a RestartedError saying how long it was down", err)
+	}
+	t.Logf("check: %s (%d lines of output)", re.Event.Detail, len(re.Event.Output))
+	if w := sample(1); w.Probes.Database != nil {
+		t.Errorf("the probe read the database at its old port %s after the restart", db.URL)
+	}
+
+	env2, err := d.RestartDatabase(ctx, env)
+	if err != nil {
+		t.Fatalf("RestartDatabase: %v", err)
+	}
+	env = env2
+	db2 := env2.Database
+	if db2.URL == db.URL || !db2.Process.StartedAt.After(db.Process.StartedAt) || db2.Process.ContainerID != db.Process.ContainerID {
+		t.Errorf("after RestartDatabase: url %s (was %s), started %v (was %v); want a new port and the later start", db2.URL, db.URL, db2.Process.StartedAt, db.Process.StartedAt)
+	}
+	if err := d.Check(ctx, env2); err != nil {
+		t.Errorf("Check after RestartDatabase: %v", err)
+	}
+	if err := s.FollowDatabase(ctx, db2.URL); err != nil {
+		t.Fatalf("FollowDatabase: %v", err)
+	}
+	if _, err := queryInt(ctx, kind, db2.URL, "SELECT count(*) FROM items"); err != nil {
+		t.Fatal(err)
+	}
+	w := sample(2)
+	if w.Probes.Database == nil {
+		t.Fatalf("no database reading in the window after following the restart: %+v", s.Problems())
+	}
+	found := false
+	for _, tb := range w.Probes.Database.Tables {
+		found = found || strings.HasSuffix(tb.Name, "items")
+	}
+	if !found {
+		t.Errorf("the reading after the restart lists no items table: %+v", w.Probes.Database.Tables)
+	}
+	if got := get(t, env2.TargetURL+"/dial?addr=db:"+port); got != "ok\n" {
+		t.Errorf("target cannot reach db:%s after the restart: %q", port, got)
+	}
 }
 
 // TestLocalRestartDatabaseAfterPgCtlRestart: an operator restarts the

@@ -330,6 +330,11 @@ func (d *Docker) Provision(ctx context.Context, req Request) (env Environment, e
 			return env, err
 		}
 		data.Database = tdb
+		// Its start, which each Check compares with: a later one is a
+		// restart no check saw (RestartedError).
+		if r, err := d.cli.ContainerInspect(ctx, db.Process.ContainerID, client.ContainerInspectOptions{}); err == nil && r.Container.State != nil {
+			db.Process.StartedAt, _ = engineTime(r.Container.State.StartedAt)
+		}
 	}
 
 	port := t.Port
@@ -798,46 +803,103 @@ func shortID(id string) string {
 
 // Check reports whether the target (and database) containers are running
 // and the target accepts connections by its route (inside its network
-// namespace, or at its published port).
+// namespace, or at its published port). A database container that runs
+// but was started again since the environment recorded its start (someone
+// ran docker restart between two checks: fast enough never to be seen
+// stopped) is a RestartedError: its published port changed with it.
+//
+// Its three questions (inspect the target, inspect the database, dial the
+// target) are asked at once, so the check takes as long as the slowest
+// rather than their sum: under heavy load (load average 46 on two cores)
+// one engine call took over a second, and two in a row did not fit the
+// drive's check budget, so such a check recorded nothing. An inspect that
+// fails (not "no such container") is asked once more within the budget.
 func (d *Docker) Check(ctx context.Context, env Environment) error {
-	for _, id := range []string{env.Target.ContainerID, dbContainer(env)} {
+	ids := []string{env.Target.ContainerID, dbContainer(env)}
+	var states [2]container.InspectResponse
+	var errs [2]error
+	var dialErr error
+	var wg sync.WaitGroup
+	for i, id := range ids {
 		if id == "" {
 			continue
 		}
-		r, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		if err != nil {
+		wg.Go(func() { states[i], errs[i] = d.inspectOnce(ctx, id) })
+	}
+	wg.Go(func() { dialErr = dialTarget(ctx, env) })
+	wg.Wait()
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := errs[i]; err != nil {
 			if cerrdefs.IsNotFound(err) {
 				return fmt.Errorf("%w: container %s of %s does not exist", ErrGone, shortID(id), env.ID)
 			}
 			return fmt.Errorf("check %s: %w", env.ID, err)
 		}
-		if st := r.Container.State; st == nil || !st.Running {
-			setting, kind, what := "", window.EventDatabaseExit, "database"
-			if id == env.Target.ContainerID {
-				setting, kind, what = "target.resources.memory", window.EventTargetExit, "target"
+		r := states[i]
+		if st := r.State; st == nil || !st.Running {
+			return &ExitError{d.stoppedEvent(ctx, env, id, r)}
+		}
+		if i == 1 {
+			if err := databaseRestarted(env, r); err != nil {
+				err.Event.Output = containerLines(ctx, d.cli, id, ExitLines)
+				return err
 			}
-			ev := window.Event{Kind: kind, Container: shortID(id),
-				Detail: fmt.Sprintf("the %s container %s is not running%s", what, shortID(id), whyStopped(r.Container, setting))}
-			if st != nil {
-				if t, err := time.Parse(time.RFC3339Nano, st.FinishedAt); err == nil && t.Year() > 1 {
-					ev.At = t.UTC()
-				}
-				if st.Status == container.StateExited || st.OOMKilled {
-					code := st.ExitCode
-					ev.ExitCode = &code
-				}
-				if st.OOMKilled {
-					ev.OOMKilled, ev.OOMSource = true, "container state"
-				}
-			}
-			ev.Output = containerLines(ctx, d.cli, id, ExitLines)
-			return &ExitError{ev}
 		}
 	}
-	if err := dialTarget(ctx, env); err != nil {
-		return fmt.Errorf("%w: target %s: %v", ErrGone, env.TargetURL, err)
+	if dialErr != nil {
+		return fmt.Errorf("%w: target %s: %v", ErrGone, env.TargetURL, dialErr)
 	}
 	return nil
+}
+
+// inspectOnce inspects container id, and once more when the engine's answer
+// was an error other than "no such container" and ctx has time left (a
+// connection to the engine dropped under load).
+func (d *Docker) inspectOnce(ctx context.Context, id string) (container.InspectResponse, error) {
+	r, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil && !cerrdefs.IsNotFound(err) && ctx.Err() == nil {
+		r, err = d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	}
+	return r.Container, err
+}
+
+// stoppedEvent is the event of container id of env found not running: the
+// target's exit or the database's, how (exit code, out of memory), when,
+// and its last lines.
+func (d *Docker) stoppedEvent(ctx context.Context, env Environment, id string, c container.InspectResponse) window.Event {
+	setting, kind, what := "", window.EventDatabaseExit, "database"
+	if id == env.Target.ContainerID {
+		setting, kind, what = "target.resources.memory", window.EventTargetExit, "target"
+	}
+	ev := window.Event{Kind: kind, Container: shortID(id),
+		Detail: fmt.Sprintf("the %s container %s is not running%s", what, shortID(id), whyStopped(c, setting))}
+	if st := c.State; st != nil {
+		if t, ok := engineTime(st.FinishedAt); ok {
+			ev.At = t
+		}
+		if st.Status == container.StateExited || st.OOMKilled {
+			code := st.ExitCode
+			ev.ExitCode = &code
+		}
+		if st.OOMKilled {
+			ev.OOMKilled, ev.OOMSource = true, "container state"
+		}
+	}
+	ev.Output = containerLines(ctx, d.cli, id, ExitLines)
+	return ev
+}
+
+// engineTime parses a time in a container's state (RFC 3339); the zero
+// time the engine reports for "never" ("0001-01-01T00:00:00Z") is not one.
+func engineTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() <= 1 {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
 }
 
 // whyStopped says why a container that is not running stopped, when its

@@ -191,7 +191,10 @@ type Process struct {
 	DataDir string `json:"data_dir,omitempty"`
 	// StartedAt is when a restarted target container was started again
 	// (TargetRestarter); its log for the incarnation starts there. Zero
-	// for a target as provisioned.
+	// for a target as provisioned. For a database container: its start as
+	// the engine last reported it to longhaul (at provision and at each
+	// RestartDatabase); a Check that finds a later one found a restart
+	// someone else made (RestartedError).
 	StartedAt time.Time `json:"started_at,omitzero"`
 }
 

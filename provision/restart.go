@@ -14,11 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/longhaul-dev/longhaul/internal/mysqlserver"
 	"github.com/longhaul-dev/longhaul/scenarios"
+	"github.com/longhaul-dev/longhaul/window"
 )
 
 // TargetRestarter starts the target of an existing environment again after
@@ -431,8 +433,10 @@ func stopForeignServer(ctx context.Context, pidFile, marker string, grace time.D
 
 // RestartDatabase starts a docker environment's database container again
 // (docker start: the same container, volume and network alias) unless the
-// engine is already restarting it, and waits until it takes connections at
-// its 127.0.0.1 port, which the engine may have picked anew.
+// engine is already restarting it (or someone restarted it: a
+// RestartedError), and waits until it takes connections at its 127.0.0.1
+// port, which the engine may have picked anew. The container's start is
+// recorded (Process.StartedAt) for the checks after.
 func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environment, error) {
 	id := dbContainer(env)
 	if id == "" {
@@ -440,9 +444,10 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 	}
 	db := *env.Database
 	kind := dbRole(db.Kind)
-	if kind != "postgres" && !scenarios.IsMySQL(kind) {
-		return env, fmt.Errorf("%w: restart the database of %s: longhaul does not restart a %s container", ErrInvalidSpec, env.ID, kind)
-	}
+	// A server longhaul knows how to wait for (a connection as the probes
+	// make it); another (MongoDB) is only followed to its new port when
+	// someone else restarted it, never started by longhaul.
+	waits := kind == "postgres" || scenarios.IsMySQL(kind)
 	inner, err := url.Parse(db.TargetURL)
 	if err != nil || inner.Port() == "" {
 		return env, fmt.Errorf("restart the database of %s: no port in its target URL", env.ID)
@@ -453,11 +458,14 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 		return env, fmt.Errorf("restart the database container %s of %s: inspect: %w", shortID(id), env.ID, err)
 	}
 	if st := r.Container.State; st == nil || !(st.Running || st.Restarting) {
+		if !waits {
+			return env, fmt.Errorf("%w: restart the database of %s: longhaul does not restart a %s container", ErrInvalidSpec, env.ID, kind)
+		}
 		if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 			return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, err)
 		}
 	}
-	hostPort, err := d.publishedPort(ctx, id, inner.Port(), DefaultHealthTimeout)
+	hostPort, startedAt, err := d.publishedPort(ctx, id, inner.Port(), DefaultHealthTimeout)
 	if err != nil {
 		return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, err)
 	}
@@ -467,7 +475,14 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 	}
 	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(hostPort))
 	db.URL = u.String()
+	// The start the next checks compare with: a later one is a restart
+	// someone else made (RestartedError).
+	db.Process.StartedAt = startedAt
 	env.Database = &db
+	if !waits {
+		d.opts.Logger.Info("database restarted by someone else, followed", "env", env.ID, "container", shortID(id), "port", hostPort)
+		return env, nil
+	}
 	if err := waitDatabaseURL(ctx, kind, u, DefaultHealthTimeout); err != nil {
 		return env, fmt.Errorf("restart the database container %s of %s: %w", shortID(id), env.ID, errWithTail(err, "the container's log", containerTail(ctx, d.cli, id)))
 	}
@@ -476,8 +491,9 @@ func (d *Docker) RestartDatabase(ctx context.Context, env Environment) (Environm
 }
 
 // publishedPort waits until container id runs and port/tcp is published on
-// the host, and returns the host port.
-func (d *Docker) publishedPort(ctx context.Context, id, port string, timeout time.Duration) (int, error) {
+// the host, and returns the host port and when the container was started
+// (its state's StartedAt; zero if the engine did not say).
+func (d *Docker) publishedPort(ctx context.Context, id, port string, timeout time.Duration) (int, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := network.MustParsePort(port + "/tcp")
@@ -486,13 +502,14 @@ func (d *Docker) publishedPort(ctx context.Context, id, port string, timeout tim
 		if err == nil && r.Container.State != nil && r.Container.State.Running && r.Container.NetworkSettings != nil {
 			for _, b := range r.Container.NetworkSettings.Ports[p] {
 				if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
-					return n, nil
+					started, _ := engineTime(r.Container.State.StartedAt)
+					return n, started, nil
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%w: port %s/tcp not published after %s", ErrNotReady, port, timeout)
+			return 0, time.Time{}, fmt.Errorf("%w: port %s/tcp not published after %s", ErrNotReady, port, timeout)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -516,4 +533,48 @@ func mysqlDriverDSN(u *url.URL) string {
 	port, _ := strconv.Atoi(u.Port())
 	pw, _ := u.User.Password()
 	return mysqlserver.DriverDSN(u.User.Username(), pw, u.Hostname(), port, strings.TrimPrefix(u.Path, "/"))
+}
+
+// RestartedError is Check's error when the environment's database
+// container runs but was started again since the environment recorded its
+// start: someone else restarted it (docker restart, fast enough that no
+// check saw it stopped). The environment is whole, but the database's
+// published port changed: RestartDatabase finds it and records the new
+// start, and the drive records the event (Kind database_exit, not
+// Restarted: longhaul did not restart it) with the window.
+type RestartedError struct {
+	Event window.Event
+}
+
+func (e *RestartedError) Error() string { return e.Event.Detail }
+
+// FaultEvent returns the event (see ExitError.FaultEvent).
+func (e *RestartedError) FaultEvent() window.Event { return e.Event }
+
+// RestartedElsewhere says that the database was restarted by someone other
+// than longhaul and runs: it is to be followed, not started.
+func (e *RestartedError) RestartedElsewhere() bool { return true }
+
+// databaseRestarted returns a RestartedError when the database container c
+// of env was started since the start env recorded: when it stopped
+// (FinishedAt) and how long it was down, as far as the engine says. It
+// returns nil when env recorded no start (an environment provisioned
+// before this was recorded) or the engine gives none.
+func databaseRestarted(env Environment, c container.InspectResponse) *RestartedError {
+	if env.Database == nil || env.Database.Process.StartedAt.IsZero() || c.State == nil {
+		return nil
+	}
+	started, ok := engineTime(c.State.StartedAt)
+	if !ok || started.Equal(env.Database.Process.StartedAt) {
+		return nil
+	}
+	id := shortID(env.Database.Process.ContainerID)
+	ev := window.Event{Kind: window.EventDatabaseExit, Container: id}
+	down := "how long it was down is not known"
+	if stopped, ok := engineTime(c.State.FinishedAt); ok && stopped.After(env.Database.Process.StartedAt) && !stopped.After(started) {
+		ev.At = stopped
+		down = fmt.Sprintf("down for %.1f s", started.Sub(stopped).Seconds())
+	}
+	ev.Detail = fmt.Sprintf("the database container %s was restarted, not by longhaul (%s; started again at %s)", id, down, started.Format("15:04:05.000"))
+	return &RestartedError{ev}
 }

@@ -95,6 +95,7 @@ func New(ctx context.Context, c client.Client, st store.Store, dataDir string, c
 		Slots:         cfg.Slots,
 		Logger:        log,
 		HostTaskQueue: hostQueue(cfg),
+		CheckTimeout:  CheckTimeout,
 	}
 	// WorkerStopTimeout: a stopping worker (SIGTERM) gives its drives this
 	// long to close the window in progress and hand over (activities.Drive).
@@ -112,6 +113,16 @@ func hostQueue(cfg Config) string {
 	}
 	return ""
 }
+
+// CheckTimeout bounds the environment check after each window on a
+// worker (activities.DefaultCheckTimeout is 2 s). The docker engine under
+// heavy load (load average 46 on two cores, the dbrestart fault row) did
+// not answer a check's inspects within 2 s, so that check recorded
+// nothing: not the database restart it would have found. A check runs in
+// the drive's sink, beside the load, not in its way: a slow one delays the
+// window's commit, and the windows after it wait in order, so 5 s still
+// fits the default 10 s window and loses nothing with shorter ones.
+const CheckTimeout = 5 * time.Second
 
 // discard is a logger that drops everything.
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
