@@ -72,21 +72,26 @@ func (inc *incarnation) databaseStop(w *window.Window, ev window.Event, runStart
 	if at.IsZero() {
 		at = w.End
 	}
-	when := fmt.Sprintf("in window %d (%s)", w.Index, ev.How())
+	how, verb := ev.How(), stoppedVerb(ev)
+	if ev.RestartedElsewhere {
+		// Seen only by its new start: no exit status to give.
+		how, verb = "not by longhaul", "was restarted"
+	}
+	when := fmt.Sprintf("in window %d (%s)", w.Index, how)
 	if !runStart.IsZero() && !at.IsZero() {
-		when = fmt.Sprintf("%s into the run (window %d; %s)", clockOf(at.Sub(runStart)), w.Index, ev.How())
+		when = fmt.Sprintf("%s into the run (window %d; %s)", clockOf(at.Sub(runStart)), w.Index, how)
 	}
 	if w.Gap {
 		// No window saw it stop: it happened while the drive's worker was
 		// gone, at the latest when the resumed drive found it.
 		lost := "lost with its worker: found stopped when the drive resumed"
-		when = fmt.Sprintf("in window %d (%s; %s)", w.Index, lost, ev.How())
+		when = fmt.Sprintf("in window %d (%s; %s)", w.Index, lost, how)
 		if !runStart.IsZero() && !at.IsZero() {
 			by := ""
 			if ev.At.IsZero() {
 				by = "by "
 			}
-			when = fmt.Sprintf("%s%s into the run (window %d, %s; %s)", by, clockOf(at.Sub(runStart)), w.Index, lost, ev.How())
+			when = fmt.Sprintf("%s%s into the run (window %d, %s; %s)", by, clockOf(at.Sub(runStart)), w.Index, lost, how)
 		}
 	}
 	f := Finding{
@@ -98,7 +103,7 @@ func (inc *incarnation) databaseStop(w *window.Window, ev window.Event, runStart
 			Notes: map[string]float64{"errors": float64(errs.Total())},
 		},
 	}
-	what := fmt.Sprintf("the database %s %s", stoppedVerb(ev), when)
+	what := fmt.Sprintf("the database %s %s", verb, when)
 	if ev.Restarted {
 		what += "; longhaul restarted it in place"
 	}

@@ -41,6 +41,21 @@ func TestDatabaseStop(t *testing.T) {
 		}
 	})
 
+	t.Run("restarted by someone else", func(t *testing.T) {
+		// A docker restart too fast for a check to see it stopped: found by
+		// the container's new start, no exit status known.
+		ws := crashRun(1, 30, t0)
+		ws[5].Events = []window.Event{{Kind: window.EventDatabaseExit, At: t0.Add(52 * time.Second), Container: "1a2b3c4d5e6f", RestartedElsewhere: true,
+			Detail: "the database container 1a2b3c4d5e6f was restarted, not by longhaul (down for 1.1 s; started again at 01:00:53.100)"}}
+		fail(&ws[5], 0, 600)
+		res := Analyze(ws, DefaultOptions())
+		f := findKind(t, res, KindDatabaseStop)
+		want := "the database was restarted 0:00:52 into the run (window 5; not by longhaul); the target answered 600 errors (5xx:600) until it recovered in window 6"
+		if f.Summary != want || f.Severity != Warning {
+			t.Errorf("got %s %q\nwant warning %q", f.Severity, f.Summary, want)
+		}
+	})
+
 	t.Run("never back", func(t *testing.T) {
 		ws := crashRun(1, 30, t0)
 		ws[20].Events = []window.Event{stop}

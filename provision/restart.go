@@ -569,7 +569,7 @@ func databaseRestarted(env Environment, c container.InspectResponse) *RestartedE
 		return nil
 	}
 	id := shortID(env.Database.Process.ContainerID)
-	ev := window.Event{Kind: window.EventDatabaseExit, Container: id}
+	ev := window.Event{Kind: window.EventDatabaseExit, Container: id, RestartedElsewhere: true}
 	down := "how long it was down is not known"
 	if stopped, ok := engineTime(c.State.FinishedAt); ok && stopped.After(env.Database.Process.StartedAt) && !stopped.After(started) {
 		ev.At = stopped

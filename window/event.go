@@ -41,6 +41,9 @@ type Event struct {
 	// Restarted: longhaul started it again in place after this stop (a
 	// database it runs for the soak; see activities.MaxDatabaseRestarts).
 	Restarted bool `json:"restarted,omitempty"`
+	// RestartedElsewhere: something other than longhaul (an operator's
+	// docker restart) started it again before a check saw it stopped.
+	RestartedElsewhere bool `json:"restarted_elsewhere,omitempty"`
 	// Detail is one line a person reads: "the target process 19419 exited
 	// (signal 9: killed)".
 	Detail string `json:"detail"`
