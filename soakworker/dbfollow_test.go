@@ -93,23 +93,7 @@ func TestDriveProbesFollowRestartedDatabase(t *testing.T) {
 		_, err = conn.Exec(ctx, q)
 		return err
 	}
-	drv := &activitiestest.Driver{}
-	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv, Probes: activities.ServerProbes(log), Logger: log}
-	var suite testsuite.WorkflowTestSuite
-	tenv := suite.NewTestActivityEnvironment()
-	activities.Register(tenv, a)
-
-	val, err := tenv.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "dbf", Incarnation: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := val.Get(&env); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { prov.Teardown(context.Background(), env) })
-	if err := query("CREATE TABLE items (n INT); INSERT INTO items SELECT generate_series(1, 500)"); err != nil {
-		t.Fatal(err)
-	}
+	a, tenv, drv := provisionWithItems(t, prov, st, log, "dbf", &env, query)
 	first := env.DatabasePID
 	if first <= 0 {
 		t.Fatalf("provisioned environment has no database pid: %+v", env)
@@ -130,7 +114,7 @@ func TestDriveProbesFollowRestartedDatabase(t *testing.T) {
 		// windows too: the check of window 2 started it again).
 		return query("SELECT count(*) FROM items")
 	}
-	_, err = tenv.ExecuteActivity(a.Drive, activities.DriveInput{RunID: "dbf", Incarnation: 1, Total: 6,
+	_, err := tenv.ExecuteActivity(a.Drive, activities.DriveInput{RunID: "dbf", Incarnation: 1, Total: 6,
 		Overrides: activities.Overrides{Duration: 24 * time.Second, Window: 4 * time.Second}, Env: env})
 	if err != nil {
 		t.Fatalf("drive: %v", err)
@@ -282,22 +266,7 @@ func TestDriveProbesFollowRestartedDockerDatabase(t *testing.T) {
 		}
 		return nil
 	}
-	drv := &activitiestest.Driver{}
-	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv, Probes: activities.ServerProbes(log), Logger: log}
-	var suite testsuite.WorkflowTestSuite
-	tenv := suite.NewTestActivityEnvironment()
-	activities.Register(tenv, a)
-	val, err := tenv.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: "dbfd", Incarnation: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := val.Get(&env); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { prov.Teardown(context.Background(), env) })
-	if err := query("CREATE TABLE items (n INT); INSERT INTO items SELECT generate_series(1, 500)"); err != nil {
-		t.Fatal(err)
-	}
+	a, tenv, drv := provisionWithItems(t, prov, st, log, "dbfd", &env, query)
 	drv.Before = func(ctx context.Context, _ int, index int) error {
 		switch index {
 		case 2:
@@ -335,4 +304,29 @@ func TestDriveProbesFollowRestartedDockerDatabase(t *testing.T) {
 			t.Errorf("window %d has no database reading of the items table (failures %+v)", i, ws[i].ProbeFailures)
 		}
 	}
+}
+
+// provisionWithItems provisions run runID through the Provision activity
+// (prov under a test activity environment, the real server probes, a fake
+// driver), sets *env to the environment, and fills a 500-row items table
+// with query, which reads *env.
+func provisionWithItems(t *testing.T, prov provisionAdapter, st *activitiestest.Store, log *slog.Logger, runID string, env *activities.Environment, query func(string) error) (*activities.Activities, *testsuite.TestActivityEnvironment, *activitiestest.Driver) {
+	t.Helper()
+	drv := &activitiestest.Driver{}
+	a := &activities.Activities{Store: st, Provisioner: prov, Driver: drv, Probes: activities.ServerProbes(log), Logger: log}
+	var suite testsuite.WorkflowTestSuite
+	tenv := suite.NewTestActivityEnvironment()
+	activities.Register(tenv, a)
+	val, err := tenv.ExecuteActivity(a.Provision, activities.ProvisionInput{RunID: runID, Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := val.Get(env); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prov.Teardown(context.Background(), *env) })
+	if err := query("CREATE TABLE items (n INT); INSERT INTO items SELECT generate_series(1, 500)"); err != nil {
+		t.Fatal(err)
+	}
+	return a, tenv, drv
 }
