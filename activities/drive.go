@@ -64,6 +64,11 @@ type DriveResult struct {
 	// StoppedBy is set when a threshold with abort: true failed and the
 	// drive stopped early: why, in one line. The run is over.
 	StoppedBy string `json:",omitempty"`
+	// Env is the environment as the drive left it when a database restart
+	// changed it (the database's new process, published port or start);
+	// nil when it did not. The workflow drives, restarts the target and
+	// tears down with it from then on.
+	Env *Environment `json:",omitempty"`
 }
 
 // LostDetails travel with an ErrTypeEnvironmentLost error: driving may go on
@@ -77,6 +82,9 @@ type LostDetails struct {
 	// check found its process or container gone, the database up): a
 	// restart (target.restart) can bring it back with its data.
 	TargetExited bool `json:",omitempty"`
+	// Env: as DriveResult.Env (a resumed drive that restarted the
+	// database, then found the target stopped).
+	Env *Environment `json:",omitempty"`
 }
 
 // errTargetFailed is returned from the sink when the environment stopped
@@ -125,8 +133,17 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	// the last one's heartbeat said, and with the environment as that
 	// one's last restart left it.
 	dbRestarts := rp.dbRestarts
+	// moved records that a database restart changed in.Env: the heartbeat
+	// and the result carry it then.
+	envMoved := false
+	moved := func() {
+		envMoved = true
+		e := in.Env
+		res.Env = &e
+	}
 	if rp.env != nil {
 		in.Env = *rp.env
+		moved()
 	}
 	first := last + 1
 	if resuming {
@@ -146,6 +163,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			var restarted bool
 			foundAt := a.now()
 			if in.Env, restarted = a.restartDatabase(ctx, in.Env, fault, first, false); restarted {
+				moved()
 				dbRestarts++
 				if fault.At.IsZero() && !lastEnd.IsZero() {
 					// Its "down for" counts from when it was found: when it
@@ -182,7 +200,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 			msg := fmt.Sprintf("environment %s of run %s is gone: %v", in.Env.ID, in.RunID, checkErr)
 			exited := fault != nil && fault.Kind == window.EventTargetExit
 			return res, temporal.NewNonRetryableApplicationError(msg, ErrTypeEnvironmentLost, checkErr,
-				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: checkErr.Error(), TargetExited: exited})
+				LostDetails{NextIndex: first, Windows: res.Windows, Gaps: res.Gaps, Reason: checkErr.Error(), TargetExited: exited, Env: res.Env})
 		}
 	}
 	res.NextIndex = first
@@ -231,7 +249,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 	// progress is the heartbeat once window last (ended at end) is committed.
 	progress := func(last int, end time.Time) Progress {
 		p := Progress{Incarnation: in.Incarnation, LastIndex: last, LastEnd: end, DatabaseRestarts: dbRestarts}
-		if dbRestarts > 0 {
+		if envMoved {
 			env := in.Env
 			p.Env = &env
 		}
@@ -290,6 +308,7 @@ func (a *Activities) Drive(ctx context.Context, in DriveInput) (DriveResult, err
 				restarted := false
 				if ev.Kind == window.EventDatabaseExit {
 					if in.Env, restarted = a.databaseBack(ctx, in.Env, checkErr, &ev, w.Index, &dbRestarts, prober); restarted {
+						moved()
 						checkErr = nil
 					}
 				}

@@ -324,8 +324,9 @@ func TestSoakCrashInFirstWindowIsAFinding(t *testing.T) {
 // (Check then fails with a database_exit event) and started again.
 type dbStops struct {
 	*activitiestest.Provisioner
-	down     bool
-	restarts int
+	down       bool
+	restarts   int
+	tornDownDB []int // the database PID of each environment torn down
 }
 
 type dbExit struct{}
@@ -345,7 +346,13 @@ func (p *dbStops) Check(ctx context.Context, env activities.Environment) error {
 func (p *dbStops) RestartDatabase(_ context.Context, env activities.Environment) (activities.Environment, error) {
 	p.down = false
 	p.restarts++
+	env.DatabasePID = 4242 + p.restarts // its new process
 	return env, nil
+}
+
+func (p *dbStops) Teardown(ctx context.Context, env activities.Environment) error {
+	p.tornDownDB = append(p.tornDownDB, env.DatabasePID)
+	return p.Provisioner.Teardown(ctx, env)
 }
 
 // TestSoakDatabaseFoundStoppedOnResume: the worker dies during window 3
@@ -383,6 +390,11 @@ func TestSoakDatabaseFoundStoppedOnResume(t *testing.T) {
 	}
 	if stop == nil || stop.Evidence.FirstWindow != 3 || !strings.Contains(stop.Summary, "found stopped when the drive resumed") || !strings.Contains(stop.Summary, "longhaul restarted it in place") {
 		t.Errorf("database_stop finding = %+v, want window 3's, found on resume, restarted", stop)
+	}
+	// The drive hands the environment as the restart left it back to the
+	// workflow (DriveResult.Env): the teardown sees the new process.
+	if len(prov.tornDownDB) != 1 || prov.tornDownDB[0] != 4243 {
+		t.Errorf("torn down with database pids %v, want [4243] (the restarted database's)", prov.tornDownDB)
 	}
 }
 

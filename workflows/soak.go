@@ -295,6 +295,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			Seed: s.in.Seed,
 		}).Get(ctx, &dr)
 		if err == nil {
+			s.movedEnv(dr.Env)
 			s.st.Windows += dr.Windows
 			s.st.Gaps += dr.Gaps
 			// Version 1: a drive stopped by a failed threshold (abort: true)
@@ -335,6 +336,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		var lost activities.LostDetails
 		if !isAppError(err, activities.ErrTypeEnvironmentLost, &lost) {
 			if isAppError(err, activities.ErrTypeTargetFailed, &dr) {
+				s.movedEnv(dr.Env)
 				s.st.Windows += dr.Windows
 				s.st.Gaps += dr.Gaps
 				s.st.NextIndex = max(s.st.NextIndex, dr.NextIndex)
@@ -353,6 +355,7 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 			}
 			return SoakResult{}, err
 		}
+		s.movedEnv(lost.Env)
 		s.st.Windows += lost.Windows
 		s.st.Gaps += lost.Gaps
 		s.st.NextIndex = max(s.st.NextIndex, lost.NextIndex)
@@ -381,6 +384,16 @@ func (s *soak) run(ctx workflow.Context) (SoakResult, error) {
 		}
 	}
 	return s.result(store.Completed, s.stoppedBy), nil
+}
+
+// movedEnv takes the environment as a drive left it when it restarted
+// the database (nil: unchanged), so the next drive, a target restart and
+// the teardown see the database's new process and port. (A result without
+// it, as every history before it has, changes nothing on replay.)
+func (s *soak) movedEnv(env *activities.Environment) {
+	if env != nil && s.st.Env != nil && env.ID == s.st.Env.ID {
+		s.st.Env = env
+	}
 }
 
 // provisioned is how many environments the soak provisioned: its
