@@ -84,15 +84,7 @@ func TestDriveProbesFollowRestartedDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	var env activities.Environment
-	query := func(q string) error {
-		conn, err := pgx.Connect(ctx, env.DatabaseURL)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, q)
-		return err
-	}
+	query := func(q string) error { return pgExec(ctx, env.DatabaseURL, q) }
 	a, tenv, drv := provisionWithItems(t, prov, st, log, "dbf", &env, query)
 	first := env.DatabasePID
 	if first <= 0 {
@@ -329,4 +321,15 @@ func provisionWithItems(t *testing.T, prov provisionAdapter, st *activitiestest.
 		t.Fatal(err)
 	}
 	return a, tenv, drv
+}
+
+// pgExec runs q on a connection of its own to dsn.
+func pgExec(ctx context.Context, dsn, q string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, q)
+	return err
 }

@@ -61,15 +61,7 @@ func TestResumedDriveRestartsTheLocalDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := func(q string) error {
-		conn, err := pgx.Connect(ctx, env.DatabaseURL)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, q)
-		return err
-	}
+	exec := func(q string) error { return pgExec(ctx, env.DatabaseURL, q) }
 	if err := exec("CREATE TABLE kept (n INT); INSERT INTO kept VALUES (42)"); err != nil {
 		t.Fatal(err)
 	}
