@@ -79,10 +79,6 @@ func (r *MongoStatsReader) SetBackend(dsn string) error {
 	return nil
 }
 
-// hasBackend reports whether the reader reads FerretDB's PostgreSQL
-// statistics: those are published as PostgreSQL's are, at most once a
-// second, so the sampler waits out the same delay.
-func (r *MongoStatsReader) hasBackend() bool { return r.backend != nil }
 
 // MongoTotals is what a MongoDB reading holds beyond PGStats: cumulative
 // counters of the whole server, and the readings it does not offer.
