@@ -79,7 +79,6 @@ func (r *MongoStatsReader) SetBackend(dsn string) error {
 	return nil
 }
 
-
 // MongoTotals is what a MongoDB reading holds beyond PGStats: cumulative
 // counters of the whole server, and the readings it does not offer.
 type MongoTotals struct {
