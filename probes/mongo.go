@@ -65,6 +65,7 @@ type MongoStatsReader struct {
 	backend     *PGStatsReader    // FerretDB's PostgreSQL database; nil if not known
 	backendURL  string            // its DSN, for the collection names
 	collections map[string]string // FerretDB's table (schema.table) → collection
+	unmapped    map[string]int    // tables of the schema not in the map: times the map was read for them
 }
 
 // SetBackend tells the reader the PostgreSQL database (a postgres:// DSN)
@@ -75,7 +76,7 @@ func (r *MongoStatsReader) SetBackend(dsn string) error {
 	if err != nil {
 		return err
 	}
-	r.backend, r.backendURL, r.collections = b, dsn, map[string]string{}
+	r.backend, r.backendURL, r.collections, r.unmapped = b, dsn, map[string]string{}, map[string]int{}
 	return nil
 }
 
@@ -160,13 +161,20 @@ func (r *MongoStatsReader) readBackend(ctx context.Context) (PGStats, MongoTotal
 	if err != nil {
 		return PGStats{}, MongoTotals{}, err
 	}
+	// A table of the database's schema not yet known is most likely a new
+	// collection: the map is read again, three times at most for the same
+	// table (one FerretDB keeps for itself is never a collection).
 	schema := r.dbName + "."
+	reload := false
 	for _, t := range pg.Tables {
-		if _, known := r.collections[t.Name]; !known && strings.HasPrefix(t.Name, schema) && t.Name != schema+ferretDBMetadataTable {
-			if err := r.loadCollections(ctx); err != nil {
-				return PGStats{}, MongoTotals{}, fmt.Errorf("database probe: %w", err)
-			}
-			break
+		if _, known := r.collections[t.Name]; !known && strings.HasPrefix(t.Name, schema) && r.unmapped[t.Name] < 3 {
+			r.unmapped[t.Name]++
+			reload = true
+		}
+	}
+	if reload {
+		if err := r.loadCollections(ctx); err != nil {
+			return PGStats{}, MongoTotals{}, fmt.Errorf("database probe: %w", err)
 		}
 	}
 	st := PGStats{Tables: map[uint32]PGTable{}}
