@@ -190,14 +190,7 @@ func (r *MongoStatsReader) readBackend(ctx context.Context) (PGStats, MongoTotal
 	tot := MongoTotals{Absent: []string{window.AbsentKeysExamined, window.AbsentScanAndOrder}}
 	r.sent++
 	if status, err := r.client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw(); err == nil {
-		var ops int64
-		var has bool
-		for _, op := range []string{"insert", "query", "update", "delete", "getmore", "command"} {
-			n, ok := rawInt(status, "opcounters", op)
-			ops += n
-			has = has || ok
-		}
-		if has {
+		if ops, has := opcounters(status); has {
 			st.Statements = ops - r.sent
 		}
 	}
@@ -271,11 +264,7 @@ func (r *MongoStatsReader) readRaw(ctx context.Context) (mongoRaw, error) {
 	raw.docsExamined, raw.hasDocsExamined = rawInt(status, "metrics", "queryExecutor", "scannedObjects")
 	raw.keysExamined, raw.hasKeysExamined = rawInt(status, "metrics", "queryExecutor", "scanned")
 	raw.scanAndOrder, raw.hasScanAndOrder = rawInt(status, "metrics", "operation", "scanAndOrder")
-	for _, op := range []string{"insert", "query", "update", "delete", "getmore", "command"} {
-		n, ok := rawInt(status, "opcounters", op)
-		raw.ops += n
-		raw.hasOps = raw.hasOps || ok
-	}
+	raw.ops, raw.hasOps = opcounters(status)
 
 	if raw.hasDocsExamined {
 		// Per-collection read operations, to share the documents found
@@ -439,6 +428,17 @@ func MongoDelta(d *window.Database, prev, cur MongoTotals, requests int64) {
 			d.RowsReadPerRequest = float64(d.TuplesReturned) / float64(requests)
 		}
 	}
+}
+
+// opcounters sums serverStatus's operation counters; has is false when the
+// server gives none.
+func opcounters(status bson.Raw) (ops int64, has bool) {
+	for _, op := range []string{"insert", "query", "update", "delete", "getmore", "command"} {
+		n, ok := rawInt(status, "opcounters", op)
+		ops += n
+		has = has || ok
+	}
+	return ops, has
 }
 
 // rawInt reads the integer at path in doc, whatever its BSON number type.

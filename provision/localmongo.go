@@ -130,21 +130,6 @@ func (l *Local) startFerretDBBackend(ctx context.Context, log *slog.Logger, envI
 	return backend, nil
 }
 
-// execAll runs stmts in order on one connection to dsn.
-func execAll(ctx context.Context, dsn string, stmts ...string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // waitMongo waits until the server at uri answers a ping.
 func waitMongo(ctx context.Context, uri, server string, timeout time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -96,11 +96,6 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	}
 	port := pg.port
 	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return localDB{}, fmt.Errorf("start postgres: connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	stmts := []string{}
 	if usr != "postgres" {
 		stmts = append(stmts, "CREATE ROLE "+pgx.Identifier{usr}.Sanitize()+" LOGIN PASSWORD "+quoteLiteral(pw))
@@ -110,10 +105,8 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 	if name != "postgres" {
 		stmts = append(stmts, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" OWNER "+pgx.Identifier{usr}.Sanitize())
 	}
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return localDB{}, fmt.Errorf("start postgres: create role and database: %w", err)
-		}
+	if err := execAll(ctx, admin, stmts...); err != nil {
+		return localDB{}, fmt.Errorf("start postgres: create role and database: %w", err)
 	}
 	dsn := postgresURL(usr, pw, "127.0.0.1", port, name)
 	if pg.statStatements {
@@ -124,6 +117,21 @@ func (l *Local) startPostgres(ctx context.Context, envID, envDir string, spec sc
 		endpoint: DatabaseEndpoint{Kind: "postgres", URL: dsn, TargetURL: dsn, Process: proc},
 		template: templateDB{URL: dsn, DSN: dsn, Host: "127.0.0.1", Port: port, Name: name, User: usr, Password: pw},
 	}, nil
+}
+
+// execAll runs stmts in order on one connection to dsn.
+func execAll(ctx context.Context, dsn string, stmts ...string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cluster is a private PostgreSQL cluster startCluster started.

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/longhaul-dev/longhaul/activities"
 	"github.com/longhaul-dev/longhaul/activities/activitiestest"
+	"github.com/longhaul-dev/longhaul/internal/lockedbuf"
 	"github.com/longhaul-dev/longhaul/provision"
 	"github.com/longhaul-dev/longhaul/store"
 	"github.com/longhaul-dev/longhaul/window"
@@ -39,24 +39,6 @@ ops:
   - {name: get, weight: 1, request: {path: /}}
 `
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDriveProbesFollowRestartedDatabase: a real drive (the real
 // provisioner through this worker's adapter, the real probes) on a local
 // PostgreSQL cluster killed with SIGKILL before window 2 closes. The check
@@ -73,7 +55,7 @@ func TestDriveProbesFollowRestartedDatabase(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), nil))
 	local := provision.NewLocal(provision.Options{DataDir: t.TempDir(), StopGrace: 2 * time.Second, Logger: log})
 	t.Cleanup(local.Wait)
@@ -212,7 +194,7 @@ func TestDriveProbesFollowRestartedDockerDatabase(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testWriter{t}), nil))
 	d, err := provision.NewDocker(ctx, provision.Options{DataDir: t.TempDir(), StopGrace: time.Second, Logger: log})
 	if err != nil {
