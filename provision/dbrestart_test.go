@@ -142,24 +142,7 @@ func queryInt(ctx context.Context, kind, rawURL, q string) (int, error) {
 // committed row survives on its volume, the target still reaches it as
 // db:5432, and Check passes.
 func TestDockerRestartDatabase(t *testing.T) {
-	d := dockerForTest(t)
-	ctx := testContext(t, 4*time.Minute)
-	if !d.imagePresent(ctx, DefaultPostgresImage) && !d.imagePresent(ctx, OfflinePostgresImage) {
-		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh", DefaultPostgresImage, OfflinePostgresImage)
-	}
-	img := testTag("dbrestart")
-	buildTestImage(t, d, img)
-	spec := scenarios.Environment{
-		Provider: "docker",
-		Target: scenarios.Target{Image: img, Health: "/health", HealthTimeout: scenarios.Duration(30 * time.Second),
-			Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}"}},
-		Database: scenarios.Database{Kind: "postgres", Name: "shop", User: "app", Password: "secret"},
-	}
-	env, err := d.Provision(ctx, Request{RunID: "docker-dbrestart", Incarnation: 1, Spec: spec})
-	t.Cleanup(func() { d.Teardown(context.Background(), env) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, ctx, env := dockerWithDatabase(t, "dbrestart", "postgres", DefaultPostgresImage, OfflinePostgresImage)
 	db := env.Database
 	for _, q := range []string{"CREATE TABLE kept (n INT)", "INSERT INTO kept VALUES (42)"} {
 		if _, err := queryInt(ctx, "postgres", db.URL, q); err != nil {
@@ -219,24 +202,7 @@ func TestDockerDatabaseRestartedElsewhere(t *testing.T) {
 }
 
 func testDockerDatabaseRestartedElsewhere(t *testing.T, kind, def, offline, port string) {
-	d := dockerForTest(t)
-	ctx := testContext(t, 4*time.Minute)
-	if !d.imagePresent(ctx, def) && !d.imagePresent(ctx, offline) {
-		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh", def, offline)
-	}
-	img := testTag("dbelsewhere")
-	buildTestImage(t, d, img)
-	spec := scenarios.Environment{
-		Provider: "docker",
-		Target: scenarios.Target{Image: img, Health: "/health", HealthTimeout: scenarios.Duration(30 * time.Second),
-			Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}"}},
-		Database: scenarios.Database{Kind: kind, Name: "shop", User: "app", Password: "secret"},
-	}
-	env, err := d.Provision(ctx, Request{RunID: "docker-dbelsewhere-" + kind, Incarnation: 1, Spec: spec})
-	t.Cleanup(func() { d.Teardown(context.Background(), env) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, ctx, env := dockerWithDatabase(t, "dbelsewhere-"+kind, kind, def, offline)
 	db := env.Database
 	if db.Process.StartedAt.IsZero() {
 		t.Fatalf("the provisioned database's start is not recorded: %+v", db.Process)
@@ -371,4 +337,31 @@ func TestLocalRestartDatabaseAfterPgCtlRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGone(t, env2)
+}
+
+// dockerWithDatabase provisions the test target (image tag name) beside a
+// database of kind on the docker provider (run docker-NAME), torn down
+// when t ends; it skips when neither the database's image def nor its
+// offline build offline is present.
+func dockerWithDatabase(t *testing.T, name, kind, def, offline string) (*Docker, context.Context, Environment) {
+	t.Helper()
+	d := dockerForTest(t)
+	ctx := testContext(t, 4*time.Minute)
+	if !d.imagePresent(ctx, def) && !d.imagePresent(ctx, offline) {
+		t.Skipf("neither %s nor %s is present and no registry answers here: run scripts/offline-images.sh", def, offline)
+	}
+	img := testTag(name)
+	buildTestImage(t, d, img)
+	spec := scenarios.Environment{
+		Provider: "docker",
+		Target: scenarios.Target{Image: img, Health: "/health", HealthTimeout: scenarios.Duration(30 * time.Second),
+			Env: map[string]string{"DATABASE_URL": "{{.Database.URL}}"}},
+		Database: scenarios.Database{Kind: kind, Name: "shop", User: "app", Password: "secret"},
+	}
+	env, err := d.Provision(ctx, Request{RunID: "docker-" + name, Incarnation: 1, Spec: spec})
+	t.Cleanup(func() { d.Teardown(context.Background(), env) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, ctx, env
 }
